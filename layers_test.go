@@ -24,7 +24,7 @@ var layers = [][]string{
 	{"internal/vocab"},
 	{"tracing"},
 	{"ops"},
-	{"engine", "handlers"},
+	{"engine", "handlers", "internal/startwait"},
 	{"store", "schema"},
 }
 
@@ -70,7 +70,7 @@ func TestLayers(t *testing.T) {
 		// wording knows no engine and no database.
 		{pkgs: []string{"internal/vocab"}, forbidden: []string{"store", "schema", "engine", "handlers"}},
 		{pkgs: []string{"ops"}, forbidden: append([]string{"internal/runner", "internal/config"}, frontEnds...)},
-		{pkgs: []string{"engine", "handlers"}, forbidden: append([]string{"ops", "internal/runner", "alerts"}, frontEnds...)},
+		{pkgs: []string{"engine", "handlers", "internal/startwait"}, forbidden: append([]string{"ops", "internal/runner", "alerts"}, frontEnds...)},
 		{pkgs: []string{"store"}, forbidden: append([]string{"engine", "handlers", "ops", "internal/runner", "alerts"}, frontEnds...)},
 		// Processes run what the command line parsed: they never parse
 		// flags, and never import the command line that calls them.

@@ -510,7 +510,13 @@ func (c *Client) Run(ctx context.Context) error {
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {
-		if err := wait.Do(ctx, step); err != nil {
+		// Each step is bounded by the database call timeout: a pooler
+		// that takes the connection while its server is down (PgBouncer
+		// holds it up to its query_wait_timeout) or a frozen path would
+		// hold the start silently; given up, the step is an outage that
+		// the wait says and waits out.
+		bounded := func(ctx context.Context) error { return c.bounded(ctx, step) }
+		if err := wait.Do(ctx, bounded); err != nil {
 			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 				return nil // stopped while starting: a stop like any other
 			}
