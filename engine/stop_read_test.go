@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
 )
 
 // A stop that comes while a read is on its way to the server does not cut
@@ -19,31 +20,11 @@ import (
 // attempt down.
 func TestStopDuringReadGivesItsClaimsBack(t *testing.T) {
 	t.Parallel()
-	direct := testStore(t)
-	q := newQueue(t, direct, nil) // a visibility timeout of 30 s, as by default
-	path := storeThroughProxy(t, nil)
-	var ran atomic.Int64
-	c := pgtest.NewClient(t, path.store, q, func(cfg *engine.Config) { cfg.PollInterval = 20 * time.Millisecond })
-	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-
 	// The read's transaction ends with the worker's own COMMIT (the
 	// statement's text ends at the NUL after it): held on its way, the
 	// read has claimed the messages.
-	held, release := path.proxy.HoldWhenSent("COMMIT\x00")
-	defer release()
-	sender := pgtest.NewClient(t, direct, q, nil) // never run: it only sends
-	for i := range 3 {
-		pgtest.Send(t, sender, q, map[string]int{"n": i}, engine.SendOptions{})
-	}
-	select {
-	case <-held:
-	case <-time.After(time.Minute):
-		t.Fatal("no read of the messages reached the proxy within a minute")
-	}
+	r := readHeldAt(t, "COMMIT\x00")
+	direct, q, path, ran, done, stop, release := r.direct, r.q, r.path, &r.ran, r.done, r.stop, r.release
 	stop()
 	// A worker that gave the read up returns now; one that goes on with
 	// it waits for its answer.
@@ -87,29 +68,9 @@ func TestStopDuringReadGivesItsClaimsBack(t *testing.T) {
 // that stopped answering, or a store closed meanwhile, could refuse).
 func TestStopBeforeReadsCommitUndoesIt(t *testing.T) {
 	t.Parallel()
-	direct := testStore(t)
-	q := newQueue(t, direct, nil)
-	path := storeThroughProxy(t, nil)
-	var ran atomic.Int64
-	c := pgtest.NewClient(t, path.store, q, func(cfg *engine.Config) { cfg.PollInterval = 20 * time.Millisecond })
-	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-
 	// The read is sent with the statements that begin its transaction.
-	held, release := path.proxy.HoldWhenSent("synchronous_commit = off")
-	defer release()
-	sender := pgtest.NewClient(t, direct, q, nil) // never run: it only sends
-	for i := range 3 {
-		pgtest.Send(t, sender, q, map[string]int{"n": i}, engine.SendOptions{})
-	}
-	select {
-	case <-held:
-	case <-time.After(time.Minute):
-		t.Fatal("no read of the messages reached the proxy within a minute")
-	}
+	r := readHeldAt(t, "synchronous_commit = off")
+	direct, q, path, ran, done, stop, release := r.direct, r.q, r.path, &r.ran, r.done, r.stop, r.release
 	visible := func() string { // when each message is visible from
 		var s string
 		if err := direct.Pool().QueryRow(testContext(t), `SELECT string_agg(vt::text || '/' || read_ct, ',' ORDER BY msg_id) FROM pgmq.q_`+q).Scan(&s); err != nil {
@@ -136,4 +97,46 @@ func TestStopBeforeReadsCommitUndoesIt(t *testing.T) {
 	if n, after := ran.Load(), visible(); n != 0 || after != before || strings.Count(after, "/0") != 3 {
 		t.Errorf("after a stop before the read's commit: %d jobs ran, and the messages are visible from (and read) %s; want no job, and %s: the read undone", n, after, before)
 	}
+}
+
+// heldRead is a worker running through a proxy that holds its read of
+// three messages on its way to the server.
+type heldRead struct {
+	direct  *store.Store
+	q       string
+	path    *frozenPath
+	ran     atomic.Int64 // jobs run
+	done    chan error   // Run's return
+	stop    context.CancelFunc
+	release func() // lets the read go on
+}
+
+// readHeldAt starts a worker of a new queue (a visibility timeout of
+// 30 s, as by default) through a proxy, sends the queue three messages,
+// and returns once the proxy holds the first bytes of the worker's read
+// that hold marker. Run and the hold end with the test.
+func readHeldAt(t *testing.T, marker string) *heldRead {
+	t.Helper()
+	r := &heldRead{direct: testStore(t), done: make(chan error, 1)}
+	r.q = newQueue(t, r.direct, nil)
+	r.path = storeThroughProxy(t, nil)
+	c := pgtest.NewClient(t, r.path.store, r.q, func(cfg *engine.Config) { cfg.PollInterval = 20 * time.Millisecond })
+	c.HandleQueue(r.q, func(context.Context, *engine.Job) error { r.ran.Add(1); return nil })
+	ctx, stop := context.WithCancel(context.Background())
+	r.stop = stop
+	t.Cleanup(stop)
+	go func() { r.done <- c.Run(ctx) }()
+	held, release := r.path.proxy.HoldWhenSent(marker)
+	r.release = release
+	t.Cleanup(release)
+	sender := pgtest.NewClient(t, r.direct, r.q, nil) // never run: it only sends
+	for i := range 3 {
+		pgtest.Send(t, sender, r.q, map[string]int{"n": i}, engine.SendOptions{})
+	}
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no read of the messages reached the proxy within a minute")
+	}
+	return r
 }

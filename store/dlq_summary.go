@@ -182,21 +182,9 @@ func compareDeadGroups(a, b DeadGroup) int {
 // deadTracked returns those of dlqs whose groups pgbus.dlq_group_counts
 // counts.
 func deadTracked(ctx context.Context, tx pgx.Tx, dlqs []string) (map[string]bool, error) {
-	rows, err := tx.Query(ctx, `
+	return nameSet(tx.Query(ctx, `
 		SELECT n FROM unnest($1::text[]) AS n
-		WHERE pgbus.dlq_groups_tracked(to_regclass(format('%I.%I', 'pgmq', 'q_' || n)))`, dlqs)
-	if err != nil {
-		return nil, err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out, nil
+		WHERE pgbus.dlq_groups_tracked(to_regclass(format('%I.%I', 'pgmq', 'q_' || n)))`, dlqs))
 }
 
 // deadIndexed returns those of dlqs whose groups pgbus.dlq_group_counts
@@ -206,12 +194,16 @@ func deadTracked(ctx context.Context, tx pgx.Tx, dlqs []string) (map[string]bool
 // whose triggers are off, or whose index a failed build left invalid, is
 // read message by message.
 func deadIndexed(ctx context.Context, tx pgx.Tx, dlqs []string) (map[string]bool, error) {
-	rows, err := tx.Query(ctx, `
+	return nameSet(tx.Query(ctx, `
 		SELECT n FROM unnest($1::text[]) AS n
 		WHERE pgbus.dlq_groups_tracked(to_regclass(format('%I.%I', 'pgmq', 'q_' || n)))
 		  AND EXISTS (SELECT FROM pg_catalog.pg_index i
 		              WHERE i.indexrelid = to_regclass(format('%I.%I', 'pgmq', 'q_' || n || '_cause_idx'))
-		                AND i.indisvalid AND i.indisready)`, dlqs)
+		                AND i.indisvalid AND i.indisready)`, dlqs))
+}
+
+// nameSet reads the names a statement returns, one a row, as a set.
+func nameSet(rows pgx.Rows, err error) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
