@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -17,30 +19,8 @@ import (
 // go, over several batches, and the queue made again under the name
 // starts at zero.
 func TestDropQueueDeletesItsCountersAfterTheDrop(t *testing.T) {
-	store.SetStatsPruneBatch(t, 4) // 31 counters, over 8 batches
-	s := pgtest.Store(t)
-	ctx := testContext(t)
-	q := newQueue(t, s)
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded, dead_lettered)
-		SELECT date_trunc('minute', now()) - m * interval '1 minute', $1, '', 3, 1 FROM generate_series(0, 30) m`, q); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM pgbus.stats_minute WHERE queue_name = $1 AND minute = date_trunc('minute', now()) - interval '30 minutes' FOR UPDATE`, q); err != nil {
-		t.Fatal(err)
-	}
-	dropped := make(chan error, 1)
-	go func() { dropped <- s.DropQueue(ctx, q) }()
-	var pid int
-	pgtest.Eventually(t, 30*time.Second, "the drop's delete of counters waiting for the counter held", func() bool {
-		err := s.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%stats_minute%' AND query NOT LIKE '%pg_stat_activity%'`).Scan(&pid)
-		return err == nil
-	})
+	s, ctx := pgtest.Store(t), testContext(t)
+	q, tx, dropped, pid := dropWaitingOnACounter(t, s)
 	var held []string
 	rows, err := s.Pool().Query(ctx, `SELECT relation::regclass::text || ' ' || mode FROM pg_locks
 		WHERE pid = $1 AND locktype = 'relation' AND mode = 'AccessExclusiveLock'`, pid)
@@ -90,30 +70,8 @@ func TestDropQueueDeletesItsCountersAfterTheDrop(t *testing.T) {
 // under the same key as the dropped queue's. Those the new queue wrote
 // while the drop's counters were being deleted stay its own.
 func TestDropQueueKeepsTheCountersOfTheQueueMadeAgainInTheDropsMinute(t *testing.T) {
-	store.SetStatsPruneBatch(t, 4) // 31 counters, over 8 batches
-	s := pgtest.Store(t)
-	ctx := testContext(t)
-	q := newQueue(t, s)
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded, dead_lettered)
-		SELECT date_trunc('minute', now()) - m * interval '1 minute', $1, '', 3, 1 FROM generate_series(0, 30) m`, q); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM pgbus.stats_minute WHERE queue_name = $1 AND minute = date_trunc('minute', now()) - interval '30 minutes' FOR UPDATE`, q); err != nil {
-		t.Fatal(err)
-	}
-	dropped := make(chan error, 1)
-	go func() { dropped <- s.DropQueue(ctx, q) }()
-	pgtest.Eventually(t, 30*time.Second, "the drop's delete of counters waiting for the counter held", func() bool {
-		var pid int
-		err := s.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%stats_minute%' AND query NOT LIKE '%pg_stat_activity%'`).Scan(&pid)
-		return err == nil
-	})
+	s, ctx := pgtest.Store(t), testContext(t)
+	q, tx, dropped, _ := dropWaitingOnACounter(t, s)
 	// The drop committed; the queue is made again and counts an outcome
 	// in the current minute, which the drop's batches have not reached.
 	if err := s.CreateQueue(ctx, q); err != nil {
@@ -139,4 +97,38 @@ func TestDropQueueKeepsTheCountersOfTheQueueMadeAgainInTheDropsMinute(t *testing
 	if succeeded != 1 {
 		t.Fatalf("the queue made again has %d outcomes counted; want the 1 it counted while the dropped queue's counters were deleted", succeeded)
 	}
+}
+
+// dropWaitingOnACounter drops a new queue with 31 minutes of counters,
+// deleted 4 a batch, and returns once the drop's delete of its counters
+// waits for the oldest, which tx holds until the test rolls it back: the
+// queue, tx, the drop's result and the backend pid of the waiting drop.
+func dropWaitingOnACounter(t *testing.T, s *store.Store) (q string, tx pgx.Tx, dropped chan error, pid int) {
+	t.Helper()
+	store.SetStatsPruneBatch(t, 4) // 31 counters, over 8 batches
+	ctx := testContext(t)
+	q = newQueue(t, s)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded, dead_lettered)
+		SELECT date_trunc('minute', now()) - m * interval '1 minute', $1, '', 3, 1 FROM generate_series(0, 30) m`, q); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.WithoutCancel(ctx)) })
+	var held int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM pgbus.stats_minute WHERE queue_name = $1 AND minute = date_trunc('minute', now()) - interval '30 minutes' FOR UPDATE`, q).Scan(&held); err != nil {
+		t.Fatal(err)
+	}
+	dropped = make(chan error, 1)
+	go func() { dropped <- s.DropQueue(ctx, q) }()
+	// The waiter is the one blocked by tx's session: the shared cluster
+	// runs other tests' statements on the counters too.
+	pgtest.Eventually(t, 30*time.Second, "the drop's delete of counters waiting for the counter held", func() bool {
+		err := s.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE '%stats_minute%' AND $1 = ANY(pg_blocking_pids(pid))`, held).Scan(&pid)
+		return err == nil
+	})
+	return q, tx, dropped, pid
 }
