@@ -12,12 +12,14 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// TestBouncerInFrontOfADownServerIsUnreachable: PgBouncer takes the login
-// of a database whose PostgreSQL is down, and fails the statements sent on
-// it. A read, retried on connections the pool checks first, and a ping
-// both say the database cannot be reached (IsUnreachable), in words that
-// say PgBouncer cannot reach PostgreSQL, never pgx's "likely bug" of a
-// pool that gave up acquiring a connection.
+// TestBouncerInFrontOfADownServerIsUnreachable: PgBouncer, once it has
+// found its PostgreSQL down, fails the statements sent on the connections
+// it took before, and new logins. A read, retried on connections the pool
+// checks first, and a ping both say the database cannot be reached
+// (IsUnreachable), in words that say PgBouncer cannot reach PostgreSQL,
+// never pgx's "likely bug" of a pool that gave up acquiring a connection.
+// (A statement that comes before PgBouncer has found out waits for a
+// server connection, up to the call timeout.)
 func TestBouncerInFrontOfADownServerIsUnreachable(t *testing.T) {
 	t.Parallel()
 	_, cluster, _ := pgtest.PrivateStore(t)
@@ -34,6 +36,7 @@ func TestBouncerInFrontOfADownServerIsUnreachable(t *testing.T) {
 	if err := cluster.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
+	b.AwaitServerDown(t)
 	check := func(what string, err error) {
 		t.Helper()
 		if err == nil {

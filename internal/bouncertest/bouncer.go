@@ -173,6 +173,42 @@ func (b *Bouncer) Resume(tb testing.TB) {
 	_, _ = c.Exec(ctx, "RESUME "+b.dbName) // an error when it is not paused
 }
 
+// AwaitServerDown returns once the bouncer refuses new clients at login
+// because its last connection to PostgreSQL failed (its fast fail), after
+// PostgreSQL was stopped. Until the bouncer has tried PostgreSQL, a
+// statement sent on a client it has already taken waits for a server
+// connection until its query_wait_timeout, and goes on waiting through
+// the bouncer's later failed tries; so the tests of what a client meets
+// once the bouncer knows, first make it try with a statement of their
+// own, given up after a second, and wait for a login it refuses.
+func (b *Bouncer) AwaitServerDown(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := b.tryStatement()
+		if err != nil && (strings.Contains(err.Error(), "cannot connect to server") || strings.Contains(err.Error(), "server login has been failing")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("bouncertest: the bouncer still takes clients a minute after PostgreSQL stopped (last: %v)\n%s", err, lastLines(b.Log(), 20))
+		}
+	}
+}
+
+// tryStatement logs in to the bouncer anew and runs a statement, each
+// given up after a second.
+func (b *Bouncer) tryStatement() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, b.URL())
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	_, err = c.Exec(ctx, "SELECT 1")
+	return err
+}
+
 // Log returns what pgbouncer has logged so far.
 func (b *Bouncer) Log() string { return b.log.String() }
 
