@@ -807,7 +807,7 @@ const maxWorkerQueues = 20
 
 // Workers are the worker processes seen in the last 24 hours.
 type Workers struct {
-	Workers []WorkerStatus `json:"workers" jsonschema_description:"Worker processes seen in the last 24 hours: running first, then stale, then stopped; newest first within each."`
+	Workers []WorkerStatus `json:"workers" jsonschema_description:"Worker processes seen in the last 24 hours: running first, then those stopped on an error, then stale, then stopped cleanly; newest first within each."`
 	Running int            `json:"running" jsonschema_description:"Processes heartbeating now."`
 	Stale   int            `json:"stale" jsonschema_description:"Processes whose heartbeat stopped without a clean shutdown: crashed or hung."`
 	Stopped int            `json:"stopped" jsonschema_description:"Processes that shut down: cleanly, or on the error their stop_error gives."`
@@ -859,8 +859,27 @@ func shownStopError(stored string) string {
 	return shown
 }
 
-// workerRank orders a status: the processes an operator acts on first.
-var workerRank = map[string]int{WorkerRunning: 0, WorkerStale: 1, WorkerStopped: 2}
+// workerRank orders processes: those an operator acts on first. A
+// process stopped on an error comes before the stale ones, so that a
+// list cut to its response bound, behind many crashed processes, still
+// shows why workers stopped.
+func workerRank(w WorkerStatus) int {
+	switch {
+	case w.Status == WorkerRunning:
+		return 0
+	case w.Status == WorkerStopped && w.StopError != "":
+		return 1
+	case w.Status == WorkerStale:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// sortWorkers orders ws by workerRank, keeping the order within a rank.
+func sortWorkers(ws []WorkerStatus) {
+	slices.SortStableFunc(ws, func(a, b WorkerStatus) int { return cmp.Compare(workerRank(a), workerRank(b)) })
+}
 
 // WorkersRequest selects how worker processes are listed.
 type WorkersRequest struct {
@@ -917,7 +936,7 @@ func (s *Service) Workers(ctx context.Context, req WorkersRequest) (_ Workers, e
 	if !req.All {
 		if n := fitList(s.opts.Bounds, &out.Workers, Workers{Notes: append(slices.Clip(out.Notes), strings.Repeat("x", 300))}); n > 0 {
 			out.Omitted += n
-			askOp(&out.Notes, &out.Asks, AskMore, OpWorkers, fmt.Sprintf("%d of the %d processes %s listed (running and stale ones first) so that the response stays under %d characters", len(out.Workers), len(out.Workers)+out.Omitted, plural.Of(len(out.Workers), "is", "are"), ResponseBudget))
+			askOp(&out.Notes, &out.Asks, AskMore, OpWorkers, fmt.Sprintf("%d of the %d processes %s listed (running ones, those stopped on an error and stale ones first) so that the response stays under %d characters", len(out.Workers), len(out.Workers)+out.Omitted, plural.Of(len(out.Workers), "is", "are"), ResponseBudget))
 		}
 	}
 	return out, nil
@@ -934,7 +953,7 @@ func (s *Service) addRuby(ws Workers, ruby []store.WorkerProcess) Workers {
 	more := s.workerStatuses(ruby, max(s.opts.StaleAfter, RubyStaleAfter))
 	ws.Workers = append(slices.Clone(ws.Workers), more.Workers...)
 	ws.Running, ws.Stale, ws.Stopped = ws.Running+more.Running, ws.Stale+more.Stale, ws.Stopped+more.Stopped
-	slices.SortStableFunc(ws.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
+	sortWorkers(ws.Workers)
 	return ws
 }
 
@@ -980,7 +999,7 @@ const RubyStaleAfter = 5 * time.Minute
 // silent longer than staleAfter, or than three of its own heartbeat
 // intervals when it beats less often, on the database's clock (this
 // process's may be set apart from it), and counts them, running first, then
-// stale, then stopped. Silence counts only while the database was up
+// stopped on an error, then stale, then stopped. Silence counts only while the database was up
 // (store.WorkerProcess.SilentAge): a process cannot beat while the server
 // is down, so after a restart a running one has the threshold from the
 // server's start to beat again before it counts as crashed.
@@ -1001,7 +1020,7 @@ func (s *Service) workerStatuses(ws []store.WorkerProcess, staleAfter time.Durat
 		}
 		out.Workers[i] = WorkerStatus{WorkerProcess: workerProcess(w), Status: status, HeartbeatAgeSeconds: age.Seconds()}
 	}
-	slices.SortStableFunc(out.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
+	sortWorkers(out.Workers)
 	return out
 }
 
@@ -1019,7 +1038,7 @@ func countAlive(ws Workers, alive []string) Workers {
 			ws.Running++
 		}
 	}
-	slices.SortStableFunc(ws.Workers, func(a, b WorkerStatus) int { return cmp.Compare(workerRank[a.Status], workerRank[b.Status]) })
+	sortWorkers(ws.Workers)
 	return ws
 }
 

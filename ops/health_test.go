@@ -360,15 +360,29 @@ func TestOverviewBoundsItsLists(t *testing.T) {
 
 // TestWorkersPastTheListCap: past the processes a list holds, the oldest
 // stopped ones are counted, not listed, and the result says so; the
-// counts stay exact.
+// counts stay exact. A process stopped on an error, older than all of
+// them, is listed after the running ones, before the stale ones that
+// crowd a list cut to its response bound.
 func TestWorkersPastTheListCap(t *testing.T) {
 	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
-	const stopped = store.MaxListedWorkers + 100
+	const stopped, stale = store.MaxListedWorkers + 100, 300
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at)
 		SELECT 'cap-'||i, 'host-'||i, i, '{orders}', 1, now() - interval '2 hours' + i * interval '1 second', now() - interval '1 hour', now() - interval '1 hour'
 		FROM generate_series(1, $1) i`, stopped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, started_at, heartbeat_at)
+		SELECT 'crashed-'||i, 'host-'||i, i, '{orders}', 1, now() - interval '90 minutes' + i * interval '1 second', now() - interval '1 hour'
+		FROM generate_series(1, $1) i`, stale); err != nil {
+		t.Fatal(err)
+	}
+	failed := store.WorkerProcess{ID: "cap-failed", Hostname: "failed", PID: 2, Queues: []string{"orders"}, Concurrency: 1}
+	if err := s.StopWorkerOnError(ctx, failed, "permission denied for table q_orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET started_at = now() - interval '3 hours' WHERE id = 'cap-failed'`); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"cap-live-1", "cap-live-2"} {
@@ -382,14 +396,21 @@ func TestWorkersPastTheListCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ws.Running != 2 || ws.Stopped != stopped || len(ws.Workers)+ws.Omitted != stopped+2 || len(ws.Workers) > store.MaxListedWorkers {
-			t.Fatalf("All %t: %d listed, %d omitted, running %d, stopped %d; want exact counts of 2 running and %d stopped", all, len(ws.Workers), ws.Omitted, ws.Running, ws.Stopped, stopped)
+		if ws.Running != 2 || ws.Stale != stale || ws.Stopped != stopped+1 || len(ws.Workers)+ws.Omitted != stopped+stale+3 || len(ws.Workers) > store.MaxListedWorkers {
+			t.Fatalf("All %t: %d listed, %d omitted, running %d, stale %d, stopped %d; want exact counts of 2 running, %d stale and %d stopped",
+				all, len(ws.Workers), ws.Omitted, ws.Running, ws.Stale, ws.Stopped, stale, stopped+1)
 		}
 		if len(ws.Notes) == 0 || !strings.Contains(ws.Notes[0], "counted, not listed") {
 			t.Fatalf("All %t: notes %q; want one saying the oldest stopped processes are counted, not listed", all, ws.Notes)
 		}
 		if ws.Workers[0].Status != ops.WorkerRunning || ws.Workers[1].Status != ops.WorkerRunning {
 			t.Fatalf("All %t: the running processes are not listed first", all)
+		}
+		if w := ws.Workers[2]; w.ID != failed.ID || w.Status != ops.WorkerStopped || w.StopError == "" {
+			t.Fatalf("All %t: third listed %s (%s), want %s, stopped on an error, before the stale processes", all, w.ID, w.Status, failed.ID)
+		}
+		if ws.Workers[3].Status != ops.WorkerStale {
+			t.Fatalf("All %t: fourth listed is %s, want the stale processes after the one stopped on an error", all, ws.Workers[3].Status)
 		}
 	}
 }

@@ -165,7 +165,9 @@ func (s *Store) StopWorkerOnError(ctx context.Context, w WorkerProcess, why stri
 const MaxListedWorkers = 1000
 
 // ListWorkers lists worker processes seen within the window: at most
-// MaxListedWorkers, those not stopped first, newest first within each.
+// MaxListedWorkers, those not stopped or stopped on an error first, newest
+// first within each, so that a cut leaves out the oldest that stopped
+// cleanly.
 // Stopped ones are included so that a crash is visible as a stale
 // heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
@@ -173,7 +175,7 @@ func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]Worker
 		       `+silentAgeSQL("heartbeat_at", "$3")+`, heartbeat_interval_ms * 1000000,
 		       coalesce(stop_error, '')
 		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
-		ORDER BY stopped_at IS NOT NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
+		ORDER BY stopped_at IS NOT NULL AND stop_error IS NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
 	if err != nil {
 		return nil, fmt.Errorf("store: list workers: %w", err)
 	}

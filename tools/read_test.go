@@ -209,7 +209,7 @@ func TestErrorTextRedacted(t *testing.T) {
 // stopped but not why.
 func TestWorkersSayWhyOneStopped(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ops.Options{})
+	e := newIsolatedEnv(t, ops.Options{}) // the processes of other tests would crowd it past the response bound
 	ctx := testContext(t)
 	q := newQueue(t, e.st)
 	id := uniqueName("stopped")
