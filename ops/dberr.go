@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pgbus/pgbus/store"
 )
@@ -64,6 +65,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	if s.archiveMissing(ctx, err) {
+		return
+	}
+	if held, ok := errors.AsType[*store.TablesHeldError](*err); ok {
+		*err = tablesHeldError(held)
 		return
 	}
 	if b, ok := givenUp(ctx, *err); ok {
@@ -587,4 +592,17 @@ func (s *Service) dlqGiven(ctx context.Context, err error) bool {
 		e.Hints = []Hint{hint(OpQueueStats, "lists the queues there are")}
 	}
 	return true
+}
+
+// tablesHeldError is held, a drop given up while other sessions held its
+// queue's tables, with what it means and what to do: the database
+// answers, and the sessions named are what to wait for or end.
+func tablesHeldError(held *store.TablesHeldError) error {
+	msg := fmt.Sprintf("queue %q was not dropped: other sessions held its tables for %s, and the drop takes them only all at once, so as to hold up no reads of them while it waits", held.Queue, held.Waited.Round(time.Second))
+	if held.HeldBy != "" {
+		msg += ": " + held.HeldBy + "; nothing was dropped: try again once they end their transactions (pg_stat_activity says what they run); if one is stuck, end it: " + held.Terminate
+	} else {
+		msg += "; nothing was dropped: try again in a moment, with a longer database call timeout if the queue is busy"
+	}
+	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, errLockWait, held)}
 }

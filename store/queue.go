@@ -352,8 +352,12 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT priorities FROM pgbus.queues WHERE queue_name = $1), 0)`, name).Scan(&levels); err != nil {
 			return fmt.Errorf("store: drop queue %q: %w", name, err)
 		}
+		physicals := append(physicalNames(name, levels), DLQName(name))
+		if err := s.lockForDrop(ctx, tx, name, physicals); err != nil {
+			return err
+		}
 		found := false
-		for _, physical := range append(physicalNames(name, levels), DLQName(name)) {
+		for _, physical := range physicals {
 			dropped, err := dropPhysical(ctx, tx, physical, ext)
 			if err != nil {
 				return err

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TablesHeldError is a drop given up because other sessions held the
+// queue's tables all the while: the drop took none of them, so nothing
+// was dropped.
+type TablesHeldError struct {
+	// Queue is the queue whose drop was given up.
+	Queue string
+	// Waited is how long the drop tried.
+	Waited time.Duration
+	// HeldBy names the tables, their lock modes and the sessions that held
+	// them when the drop gave up ("" when none was seen by then).
+	HeldBy string
+	// Terminate is the statement that ends those sessions.
+	Terminate string
+	// Err is why the drop stopped trying: its context's end.
+	Err error
+}
+
+func (e *TablesHeldError) Error() string {
+	held := "other sessions"
+	if e.HeldBy != "" {
+		held = e.HeldBy
+	}
+	return fmt.Sprintf("store: drop queue %q: its tables were held by other sessions for %s, and the drop, which takes them only all at once, took none: %s (%v)",
+		e.Queue, e.Waited.Round(time.Millisecond), held, e.Err)
+}
+
+func (e *TablesHeldError) Unwrap() error { return e.Err }
+
+// dropLockTry is how long one try of lockForDrop waits for the tables;
+// dropLockPauseMax is the longest pause between tries.
+const (
+	dropLockTry      = 100 * time.Millisecond
+	dropLockPauseMax = time.Second
+)
+
+// lockForDrop takes ACCESS EXCLUSIVE locks on every table of the physical
+// queues names that exists, and the lock of the DLQ's group counts
+// (which a fold or recount of them holds), all at once, before the drop
+// touches any of them. A drop that took each table as it came to it held
+// the ones done while it waited for the next (one a long read, or a read
+// of every DLQ, held): every read of the queue's tables then waited
+// behind it, and a read of every DLQ, holding some of them, was itself
+// held up by another drop. Here each try waits at most dropLockTry, and
+// one that fails lets go of what it took (ROLLBACK TO SAVEPOINT) and
+// pauses before the next: other sessions wait a try at most. The tries
+// stop at ctx's end, or once they waited as long as one statement may
+// (WithStatementTimeout). The lock_timeout the transaction had is set
+// back once all is held.
+func (s *Store) lockForDrop(ctx context.Context, tx pgx.Tx, queue string, names []string) error {
+	tables, err := existingTables(ctx, tx, names)
+	if err != nil {
+		return err
+	}
+	var before string
+	if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&before); err != nil {
+		return fmt.Errorf("store: drop queue %q: %w", queue, err)
+	}
+	lock := []string{`SELECT pg_advisory_xact_lock(pgbus.dlq_groups_lock_key(` + sqlText(DLQName(queue)) + `))`}
+	if len(tables) > 0 {
+		// Tables first, as a recount takes its DLQ's table, then the
+		// group counts' lock.
+		lock = append([]string{`LOCK TABLE ` + strings.Join(tables, ", ") + ` IN ACCESS EXCLUSIVE MODE`}, lock...)
+	}
+	// The tries together wait as one statement may (WithStatementTimeout).
+	if d := statementTimeout(ctx); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	start, pause := time.Now(), 20*time.Millisecond
+	for {
+		err := tryLock(ctx, tx, lock)
+		if err == nil {
+			break
+		}
+		if !isLockTimeout(err) {
+			if ctx.Err() != nil {
+				return s.tablesHeld(ctx, queue, tables, start)
+			}
+			return fmt.Errorf("store: drop queue %q: lock its tables: %w", queue, err)
+		}
+		select {
+		case <-ctx.Done():
+			return s.tablesHeld(ctx, queue, tables, start)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, dropLockPauseMax)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, before); err != nil {
+		return fmt.Errorf("store: drop queue %q: %w", queue, err)
+	}
+	return nil
+}
+
+// tryLock runs the statements of lock (which take locks) in a savepoint
+// of tx under a lock_timeout of dropLockTry, together; on failure the
+// savepoint is rolled back, and with it the locks taken and the setting.
+func tryLock(ctx context.Context, tx pgx.Tx, lock []string) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = sp.Exec(ctx, fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true); %s`, dropLockTry.Milliseconds(), strings.Join(lock, "; ")))
+	if err != nil {
+		return errors.Join(err, sp.Rollback(context.WithoutCancel(ctx)))
+	}
+	return sp.Commit(ctx)
+}
+
+// existingTables returns the queue and archive tables of the physical
+// queues names that exist, quoted.
+func existingTables(ctx context.Context, tx pgx.Tx, names []string) ([]string, error) {
+	var all []string
+	for _, n := range names {
+		all = append(all, queueTable(n), archiveTable(n))
+	}
+	var out []string
+	err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(t ORDER BY o), '{}') FROM unnest($1::text[]) WITH ORDINALITY u(t, o) WHERE to_regclass(t) IS NOT NULL`, all).Scan(&out)
+	if err != nil {
+		return nil, fmt.Errorf("store: drop queues %s: find their tables: %w", strings.Join(names, ", "), err)
+	}
+	return out, nil
+}
+
+// tablesHeld is the TablesHeldError of a drop of queue that gave up on
+// tables at its context's end, with the sessions holding them, asked
+// within a few seconds beside the drop's transaction, which is aborted.
+func (s *Store) tablesHeld(ctx context.Context, queue string, tables []string, start time.Time) error {
+	e := &TablesHeldError{Queue: queue, Waited: time.Since(start), Err: ctx.Err()}
+	ask, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	what := "find the sessions holding the tables of queue " + queue
+	_ = s.diagnose(ask, what, func(q querier) error {
+		rows, err := q.Query(ask, `
+			SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), l.mode, l.pid, true,
+			       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
+			       coalesce(a.state, ''), a.xact_start, a.query_start
+			FROM pg_catalog.pg_locks l
+			JOIN pg_catalog.pg_class c ON c.oid = l.relation
+			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+			LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+			WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()
+			  AND l.relation = ANY(ARRAY(SELECT to_regclass(t) FROM unnest($1::text[]) t))
+			ORDER BY 1, l.pid
+			LIMIT 10`, tables)
+		if err != nil {
+			return err
+		}
+		e.HeldBy, e.Terminate, err = describeLocks(rows, what)
+		return err
+	})
+	return e
+}

@@ -1,0 +1,130 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// holdDLQ begins a transaction that reads queue's DLQ and so holds an
+// ACCESS SHARE lock on it, as a long read or a read of every DLQ does,
+// until release, and returns the backend's pid.
+func holdDLQ(t *testing.T, s *store.Store, queue string) (pid int, release func()) {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM (SELECT count(*) FROM `+pgx.Identifier{"pgmq", "q_" + queue + "_dlq"}.Sanitize()+`) c`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			_ = tx.Rollback(context.Background())
+		}
+	}
+	t.Cleanup(release)
+	return pid, release
+}
+
+// TestDropHoldsNoTableWhileItWaits: a drop whose DLQ another session
+// holds (a long read) waits for it without holding the queue's own
+// tables meanwhile: reads of the queue, bounded by a lock_timeout as
+// the reads people and agents wait on are, go on answering, where they
+// waited behind the drop's lock on the queue's table for as long as the
+// DLQ was held. Once the DLQ is let go, the drop completes.
+func TestDropHoldsNoTableWhileItWaits(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := pgtest.NewQueue(t, s, "droplock")
+	holder, release := holdDLQ(t, s, q)
+
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropQueue(ctx, q) }()
+	pgtest.Eventually(t, time.Minute, "the drop to wait for the DLQ's table", func() bool {
+		var n int
+		err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND mode = 'AccessExclusiveLock'
+			AND relation = to_regclass($1) AND pid <> $2`, pgx.Identifier{"pgmq", "q_" + q + "_dlq"}.Sanitize(), holder).Scan(&n)
+		return err == nil && n > 0
+	})
+	for i := range 8 {
+		if err := readBounded(ctx, s, q); err != nil {
+			t.Fatalf("read %d of queue %s while its drop waits for its DLQ: %v; want the drop to hold none of its tables while it waits", i+1, q, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case err := <-dropped:
+		t.Fatalf("the drop ended while another session held its DLQ: %v", err)
+	default:
+	}
+	release()
+	if err := <-dropped; err != nil {
+		t.Fatalf("the drop, once the DLQ was let go: %v", err)
+	}
+	var left int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM unnest($1::text[]) t WHERE to_regclass(t) IS NOT NULL`,
+		[]string{"pgmq.q_" + q, "pgmq.a_" + q, "pgmq.q_" + q + "_dlq", "pgmq.a_" + q + "_dlq"}).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("tables of the dropped queue left: %d (%v)", left, err)
+	}
+}
+
+// readBounded reads queue's table in a transaction whose lock waits are
+// bounded to 300ms.
+func readBounded(ctx context.Context, s *store.Store, queue string) error {
+	return pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '300ms'`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT count(*) FROM `+pgx.Identifier{"pgmq", "q_" + queue}.Sanitize())
+		return err
+	})
+}
+
+// TestDropGivenUpWhileTablesHeldSaysWho: a drop whose context ends while
+// another session holds its DLQ drops nothing, and says which session
+// holds what; the queue and its messages stay.
+func TestDropGivenUpWhileTablesHeldSaysWho(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := pgtest.NewQueue(t, s, "droplock")
+	if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{"keep": true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	holder, _ := holdDLQ(t, s, q)
+	dropCtx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	err := s.DropQueue(dropCtx, q)
+	held, ok := errors.AsType[*store.TablesHeldError](err)
+	if !ok {
+		t.Fatalf("drop given up while its DLQ was held: %v, want a TablesHeldError", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || held.Queue != q || held.Waited < time.Second {
+		t.Errorf("given-up drop: %+v; want queue %s, waited about 1.5s, and the deadline", held, q)
+	}
+	want := []string{"q_" + q + "_dlq", "AccessShareLock", "pid " + strconv.Itoa(holder)}
+	for _, w := range want {
+		if !strings.Contains(held.HeldBy, w) {
+			t.Errorf("the error names the holders as %q; want it to name %q", held.HeldBy, w)
+		}
+	}
+	if !strings.Contains(held.Terminate, "pg_terminate_backend("+strconv.Itoa(holder)+")") {
+		t.Errorf("terminate statement %q does not end the holder %d", held.Terminate, holder)
+	}
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("the queue whose drop was given up holds %d messages, want its 1 kept", n)
+	}
+}
