@@ -1,6 +1,7 @@
 package ops_test
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // TestQueueDropGivenUpWhileTablesHeld: a confirmed drop whose DLQ another
@@ -46,5 +48,51 @@ func TestQueueDropGivenUpWhileTablesHeld(t *testing.T) {
 	}
 	if _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); err != nil {
 		t.Errorf("the queue whose drop was given up: %v; want it kept", err)
+	}
+}
+
+// TestQueueDropByANonOwnerSaysWhoMay: a role that may read the queues,
+// or work them with the operator's grants, may not drop one, which only
+// the owner of its tables may: the refusal says so and to run the drop
+// as that role, rather than give grants that would not let it, and the
+// queue stays.
+func TestQueueDropByANonOwnerSaysWhoMay(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dbURL := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, dbURL)
+	q := newQueue(t, owner, nil)
+	for _, c := range []struct{ role, grants string }{
+		{"dropreader", "GRANT USAGE ON SCHEMA pgmq, pgbus TO dropreader; GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO dropreader"},
+		{"dropoperator", store.OperatorGrants("dropoperator")},
+	} {
+		pgtest.Exec(t, dbURL, "CREATE ROLE "+c.role+" LOGIN PASSWORD 'pw'")
+		t.Cleanup(func() {
+			pgtest.Exec(t, dbURL, "DROP OWNED BY "+c.role)
+			pgtest.Exec(t, dbURL, "DROP ROLE "+c.role)
+		})
+		pgtest.Exec(t, dbURL, c.grants)
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword(c.role, "pw")
+		st, err := store.Open(ctx, u.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = newService(t, st, ops.Options{}).QueueDrop(ctx, ops.QueueDropRequest{Queue: q, Confirm: true})
+		st.Close()
+		if err == nil {
+			t.Fatalf("queue drop as %s worked", c.role)
+		}
+		msg := err.Error()
+		if ops.ErrorKind(err) != ops.KindPermission || !strings.Contains(msg, "was not dropped") || !strings.Contains(msg, "may not drop its tables") ||
+			!strings.Contains(msg, "owns the pgbus schemas") || strings.Contains(msg, "GRANT") {
+			t.Errorf("queue drop as %s: kind %s: %s; want a refusal that names the tables' owner as the role to drop with, and no grants", c.role, ops.ErrorKind(err), msg)
+		}
+	}
+	if _, err := newService(t, owner, ops.Options{}).QueueStats(ctx, ops.QueueStatsRequest{Queue: q}); err != nil {
+		t.Errorf("the queue after refused drops: %v; want it kept", err)
 	}
 }

@@ -793,7 +793,14 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 			req.Queue, about(st.CountsEstimated), plural.Count(st.Depth, "live message", "live messages"),
 			plural.Count(st.DLQDepth, "dead message", "dead messages"), st.DLQ, discarded, about(st.ArchivedEstimated), st.Archived)
 	}
-	return out, explain(s.store.DropQueue(ctx, req.Queue), hint(OpQueueStats, "lists the queues there are"))
+	err = s.store.DropQueue(ctx, req.Queue)
+	if store.IsPermissionDenied(err) {
+		// Dropping a table is its owner's alone: the grants that let a
+		// role work queues do not let it drop one.
+		return QueueDropped{}, &Error{Msg: fmt.Sprintf("queue %s was not dropped: the database role %s may not drop its tables (%v); only their owner may, the role that owns the pgbus schemas (the one that ran the migrations): run the drop as that role",
+			req.Queue, cmp.Or(s.store.User(), "<role>"), err), Err: errors.Join(store.ErrPermission, err)}
+	}
+	return out, explain(err, hint(OpQueueStats, "lists the queues there are"))
 }
 
 // discardedCount counts the archive of dlq: its discarded messages, and
