@@ -143,15 +143,7 @@ func (s *Store) tablesHeld(ctx context.Context, queue string, tables []string, s
 	defer cancel()
 	what := "find the sessions holding the tables of queue " + queue
 	_ = s.diagnose(ask, what, func(q querier) error {
-		rows, err := q.Query(ask, `
-			SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), l.mode, l.pid, true,
-			       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
-			       coalesce(a.state, ''), a.xact_start, a.query_start
-			FROM pg_catalog.pg_locks l
-			JOIN pg_catalog.pg_class c ON c.oid = l.relation
-			JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-			LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
-			WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()
+		rows, err := q.Query(ask, heldTableLocksSQL+`
 			  AND l.relation = ANY(ARRAY(SELECT to_regclass(t) FROM unnest($1::text[]) t))
 			ORDER BY 1, l.pid
 			LIMIT 10`, tables)
