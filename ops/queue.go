@@ -797,7 +797,7 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 	if store.IsPermissionDenied(err) {
 		// Dropping a table is its owner's alone: the grants that let a
 		// role work queues do not let it drop one.
-		return QueueDropped{}, &Error{Msg: fmt.Sprintf("queue %s was not dropped: the database role %s may not drop its tables (%v); only their owner may, the role that owns the pgbus schemas (the one that ran the migrations): run the drop as that role",
+		return QueueDropped{}, &Error{Msg: fmt.Sprintf("queue %q was not dropped: the database role %s may not drop its tables (%v); only their owner may, the role that owns the pgbus schemas (the one that ran the migrations): run the drop as that role",
 			req.Queue, cmp.Or(s.store.User(), "<role>"), err), Err: errors.Join(store.ErrPermission, err)}
 	}
 	return out, explain(err, hint(OpQueueStats, "lists the queues there are"))

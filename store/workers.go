@@ -175,7 +175,7 @@ func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]Worker
 		       `+silentAgeSQL("heartbeat_at", "$3")+`, heartbeat_interval_ms * 1000000,
 		       coalesce(stop_error, '')
 		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
-		ORDER BY stopped_at IS NOT NULL AND stop_error IS NULL, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
+		ORDER BY stopped_at IS NOT NULL AND coalesce(stop_error, '') = '', started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
 	if err != nil {
 		return nil, fmt.Errorf("store: list workers: %w", err)
 	}
