@@ -27,6 +27,8 @@ type TablesHeldError struct {
 	Err error
 }
 
+// Error says which queue's drop was given up, after how long, and who
+// held its tables.
 func (e *TablesHeldError) Error() string {
 	held := "other sessions"
 	if e.HeldBy != "" {
@@ -36,6 +38,7 @@ func (e *TablesHeldError) Error() string {
 		e.Queue, e.Waited.Round(time.Millisecond), held, e.Err)
 }
 
+// Unwrap returns why the drop stopped trying.
 func (e *TablesHeldError) Unwrap() error { return e.Err }
 
 // dropLockTry is how long one try of lockForDrop waits for the tables;
