@@ -30,20 +30,33 @@ func (w *queueWorker) dlqGone(ctx context.Context, queue string, err error) bool
 // in the queue: their claims are not extended (the writer of outcomes
 // records their failures, keepFailures), so they run again after their
 // visibility timeout, and the log says how to make the DLQ. Nothing is
-// lost, and the queue's other outcomes and its heartbeat go on.
+// lost, and the queue's other outcomes and its heartbeat go on. A stop
+// that cuts the create short, or an outage, is said as such, not as a
+// privilege the role lacks.
 func (w *queueWorker) restoreDLQ(ctx context.Context, count int) bool {
+	stopped := ctx
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err := w.c.store.CreateDLQ(ctx, w.name)
-	if err == nil {
+	attrs := []any{"queue", w.name, "dlq", w.dlq, "count", count, "err", err}
+	switch {
+	case err == nil:
 		w.c.log.Warn("pgbus: the queue's dead-letter queue was dropped while its workers ran; made it again, empty",
 			"queue", w.name, "dlq", w.dlq)
 		return true
+	case stopped.Err() != nil:
+		w.c.log.Warn("pgbus: a stop came while the queue's dead-letter queue, dropped while its workers ran, was being made again; "+
+			"the messages to dead-letter stay in the queue and come back after their visibility timeout", attrs...)
+		return false
+	case store.IsUnreachable(err):
+		w.c.log.Warn("pgbus: the queue's dead-letter queue was dropped while its workers ran, and the database could not be reached to make it again; "+
+			"the messages to dead-letter stay in the queue and come back after their visibility timeout, to be tried again", attrs...)
+		return false
 	}
 	again, levels := w.createAgain()
 	w.c.log.Error("pgbus: the queue's dead-letter queue was dropped while its workers ran and could not be made again; "+
 		"the messages to dead-letter stay in the queue and come back after their visibility timeout: "+again+" as a role that may create tables",
-		append([]any{"queue", w.name, "dlq", w.dlq, "count", count, "err", err}, levels...)...)
+		append(attrs, levels...)...)
 	return false
 }
 

@@ -156,3 +156,45 @@ func TestWorkerStartMakesAMissingDLQOfPriorityLevels(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 }
+
+// A stop that comes while a worker makes its queue's dropped DLQ again
+// (its create waits for another session's lock on the queue's name) logs
+// that the stop came, with the messages to dead-letter left in the queue:
+// no ERROR blaming the role's privileges, which the stop's cut create
+// read as, and nothing lost.
+func TestStopWhileMakingTheDLQAgainIsNoPrivilegeError(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	var bad atomic.Int32
+	c.Handle("ok", deadOrOK(&bad))
+	stop := pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 0, engine.SendOptions{Kind: "ok"})
+	pgtest.Eventually(t, 30*time.Second, "the worker to run", func() bool { return pgtest.Archived(t, s, q) == 1 })
+	pgtest.DropOutside(t, s, store.DLQName(q))
+
+	hold, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Rollback(context.Background()) }()
+	if _, err := hold.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, q); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "nobody"}) // routed to the DLQ as it is read
+	pgtest.Eventually(t, 30*time.Second, "the DLQ's create to wait for the queue name's lock", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
+			AND query LIKE '%pgbus.queue:%'`) > 0
+	})
+	stop()
+	_ = hold.Rollback(ctx)
+	if strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "a stop came while") {
+		t.Errorf("a stop while the DLQ was made again; want it said, and no ERROR:\n%s", logs.String())
+	}
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("%d messages in the queue, want the one to dead-letter kept", n)
+	}
+}
