@@ -58,21 +58,38 @@ func (w *queueWorker) waitForQueue(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if w.relayout(ctx) {
-			return
+		relaid := w.relayout(ctx) // which says so
+		back := relaid
+		if !relaid {
+			exists, err := w.queueExists(ctx)
+			if err != nil {
+				// The database may be down: the next check tells; the read
+				// after the queue is back logs its own failures.
+				w.c.log.Debug("pgbus: checking whether the dropped queue was created again failed", "queue", w.name, "err", err)
+				continue
+			}
+			back = exists
 		}
-		exists, err := w.queueExists(ctx)
-		if err != nil {
-			// The database may be down: the next check tells; the read
-			// after the queue is back logs its own failures.
-			w.c.log.Debug("pgbus: checking whether the dropped queue was created again failed", "queue", w.name, "err", err)
-			continue
-		}
-		if exists {
-			w.c.log.Info("pgbus: the dropped queue was created again; working it", "queue", w.name)
+		if back && w.settingsOfTheNewQueue(ctx) {
+			if !relaid {
+				w.c.log.Info("pgbus: the dropped queue was created again; working it", "queue", w.name)
+			}
 			return
 		}
 	}
+}
+
+// settingsOfTheNewQueue reads the settings of the queue made again before
+// its workers read it, and reports whether it could: those read while it
+// was gone (the defaults) or before it was dropped would otherwise decide
+// the retries, backoff and visibility of its first messages until the
+// next refresh.
+func (w *queueWorker) settingsOfTheNewQueue(ctx context.Context) bool {
+	if err := w.c.refreshSettings(ctx); err != nil {
+		w.c.log.Debug("pgbus: reading the settings of the queue made again failed", "queue", w.name, "err", err)
+		return false
+	}
+	return true
 }
 
 // relayout reads the queue's priority levels again and, when the queue

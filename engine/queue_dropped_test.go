@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
 )
 
 // A queue dropped by another process while its workers run: the worker
@@ -55,5 +57,54 @@ func TestWorkerWaitsForItsDroppedQueue(t *testing.T) {
 		if strings.Contains(logs.String(), "level=ERROR") {
 			t.Fatalf("round %d: an error was logged:\n%s", round, logs.String())
 		}
+	}
+}
+
+// A queue dropped and made again with other settings while its workers
+// wait for it is worked with its new settings from its first message:
+// the workers read them when it is back. They went on with the settings
+// read before (or, read while it was gone, the defaults) until their next
+// refresh, so a message of a queue made with max_retries 1 was retried.
+func TestQueueMadeAgainIsWorkedWithItsNewSettings(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 3 })
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		cfg.SettingsRefresh = time.Hour // only the reads at start and when the queue is back
+	})
+	var ran, runs atomic.Int32
+	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error {
+		if job.Kind != "fails" {
+			ran.Add(1)
+			return nil
+		}
+		runs.Add(1)
+		return errors.New("upstream 503")
+	})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{})
+	pgtest.Eventually(t, 30*time.Second, "the worker to work the queue", func() bool { return ran.Load() == 1 })
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, 30*time.Second, "the worker to say the queue was dropped", func() bool {
+		return strings.Contains(logs.String(), "the queue was dropped while its workers ran")
+	})
+	// The new settings are in place before the queue's tables are, as
+	// one transaction would make them, so that no check of the worker
+	// finds the queue without them.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.queues (queue_name, max_retries) VALUES ($1, 1)`, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "fails"})
+	pgtest.Eventually(t, 30*time.Second, "the message to be dead-lettered", func() bool { return dlqCount(t, s, q) == 1 })
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the message of the queue made again with max_retries 1 ran %d times, want once:\n%s", n, logs.String())
 	}
 }
