@@ -598,7 +598,7 @@ func (s *Service) dlqGiven(ctx context.Context, err error) bool {
 // queue's tables, with what it means and what to do: the database
 // answers, and the sessions named are what to wait for or end.
 func tablesHeldError(held *store.TablesHeldError) error {
-	msg := fmt.Sprintf("queue %q was not dropped: other sessions held its tables for %s, and the drop takes them only all at once, so as to hold up no reads of them while it waits", held.Queue, held.Waited.Round(time.Second))
+	msg := fmt.Sprintf("queue %q was not dropped: other sessions held its tables, or its DLQ's group counts, for %s, and the drop takes them only all at once, so as to hold up no reads of them while it waits", held.Queue, held.Waited.Round(time.Second))
 	if held.HeldBy != "" {
 		msg += ": " + held.HeldBy + "; nothing was dropped: try again once they end their transactions (pg_stat_activity says what they run); if one is stuck, end it: " + held.Terminate
 	} else {

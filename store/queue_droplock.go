@@ -11,15 +11,16 @@ import (
 )
 
 // TablesHeldError is a drop given up because other sessions held the
-// queue's tables all the while: the drop took none of them, so nothing
-// was dropped.
+// queue's tables, or its DLQ's group counts, all the while: the drop took
+// none of them, so nothing was dropped.
 type TablesHeldError struct {
 	// Queue is the queue whose drop was given up.
 	Queue string
 	// Waited is how long the drop tried.
 	Waited time.Duration
-	// HeldBy names the tables, their lock modes and the sessions that held
-	// them when the drop gave up ("" when none was seen by then).
+	// HeldBy names the tables (or the DLQ's group counts), their lock
+	// modes and the sessions that held them when the drop gave up ("" when
+	// none was seen by then).
 	HeldBy string
 	// Terminate is the statement that ends those sessions.
 	Terminate string
@@ -34,7 +35,7 @@ func (e *TablesHeldError) Error() string {
 	if e.HeldBy != "" {
 		held = e.HeldBy
 	}
-	return fmt.Sprintf("store: drop queue %q: its tables were held by other sessions for %s, and the drop, which takes them only all at once, took none: %s (%v)",
+	return fmt.Sprintf("store: drop queue %q: its tables, or its DLQ's group counts, were held by other sessions for %s, and the drop, which takes them only all at once, took none: %s (%v)",
 		e.Queue, e.Waited.Round(time.Millisecond), held, e.Err)
 }
 
@@ -148,8 +149,17 @@ func (s *Store) tablesHeld(ctx context.Context, queue string, tables []string, s
 	_ = s.diagnose(ask, what, func(q querier) error {
 		rows, err := q.Query(ask, heldTableLocksSQL+`
 			  AND l.relation = ANY(ARRAY(SELECT to_regclass(t) FROM unnest($1::text[]) t))
-			ORDER BY 1, l.pid
-			LIMIT 10`, tables)
+			UNION ALL
+			SELECT 'the group counts of ' || $2 || ' (an advisory lock)', l.mode, l.pid, true,
+			       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
+			       coalesce(a.state, ''), a.xact_start, a.query_start
+			FROM pg_catalog.pg_locks l
+			LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+			WHERE l.granted AND l.locktype = 'advisory' AND l.pid <> pg_backend_pid() AND l.objsubid = 1
+			  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+			  AND (l.classid::int8 << 32 | l.objid::int8) = pgbus.dlq_groups_lock_key($2)
+			ORDER BY 1, 3
+			LIMIT 10`, tables, DLQName(queue))
 		if err != nil {
 			return err
 		}

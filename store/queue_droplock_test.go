@@ -128,3 +128,30 @@ func TestDropGivenUpWhileTablesHeldSaysWho(t *testing.T) {
 		t.Errorf("the queue whose drop was given up holds %d messages, want its 1 kept", n)
 	}
 }
+
+// TestDropGivenUpWhileGroupCountsHeldSaysWho: a drop given up while
+// another session holds the lock of its DLQ's group counts (a fold or a
+// recount of them, held long) names that session too, though it holds no
+// table.
+func TestDropGivenUpWhileGroupCountsHeldSaysWho(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := pgtest.NewQueue(t, s, "droplock")
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var holder int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM (SELECT pg_advisory_xact_lock(pgbus.dlq_groups_lock_key($1))) l`, store.DLQName(q)).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	dropCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	held, ok := errors.AsType[*store.TablesHeldError](s.DropQueue(dropCtx, q))
+	if !ok || !strings.Contains(held.HeldBy, "group counts of "+store.DLQName(q)) || !strings.Contains(held.HeldBy, "pid "+strconv.Itoa(holder)) ||
+		!strings.Contains(held.Terminate, "pg_terminate_backend("+strconv.Itoa(holder)+")") {
+		t.Fatalf("drop given up while the DLQ's group counts were held: %+v; want it to name them and the holder, pid %d", held, holder)
+	}
+}
