@@ -132,3 +132,35 @@ func dropWaitingOnACounter(t *testing.T, s *store.Store) (q string, tx pgx.Tx, d
 	})
 	return q, tx, dropped, pid
 }
+
+// Counters a worker counted before its queue was dropped and writes after
+// the drop (it writes them every few seconds) are left out: the queue
+// made again under the name starts at zero, as the drop says. Counters of
+// a queue that exists are kept.
+func TestCountersOfADroppedQueueAreLeftOut(t *testing.T) {
+	t.Parallel()
+	s, ctx := testStore(t), testContext(t)
+	q := pgtest.NewQueue(t, s, "gone")
+	kept := pgtest.NewQueue(t, s, "kept")
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	minute := time.Now().UTC().Truncate(time.Minute)
+	if err := s.AddStats(ctx, []store.StatsDelta{{Minute: minute, Queue: q, Kind: "k", Succeeded: 20}, {Minute: minute, Queue: kept, Kind: "k", Succeeded: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.CreateQueue(t, s, q)
+	sum := func(queue string) int64 {
+		var n int64
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(sum(succeeded), 0) FROM pgbus.stats_minute WHERE queue_name = $1`, queue).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := sum(q); n != 0 {
+		t.Errorf("the queue made again after its drop counts %d outcomes of the dropped one, want 0", n)
+	}
+	if n := sum(kept); n != 3 {
+		t.Errorf("a queue that exists counts %d outcomes, want the 3 written", n)
+	}
+}

@@ -162,6 +162,7 @@ func TestThroughputInTextModes(t *testing.T) {
 			url := pgtest.NewDatabaseSet(t, "TimeZone", "Pacific/Chatham")
 			s := pgtest.OpenStore(t, pgtest.WithParam(t, url, "default_query_exec_mode", mode))
 			ctx, q := testContext(t), uniqueName("tp")
+			pgtest.CreateQueue(t, s, q) // counters are kept for queues that exist
 			first := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 			err := s.AddStats(ctx, []store.StatsDelta{
 				{Minute: first.Add(-time.Minute), Queue: q, Kind: "k", Succeeded: 100},

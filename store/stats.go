@@ -40,7 +40,11 @@ func LatencyBucket(d time.Duration) int {
 	return b
 }
 
-// AddStats adds counters to the per-minute table in one statement.
+// AddStats adds counters to the per-minute table in one statement. The
+// counters of a queue that does not exist are left out: those of a queue
+// dropped while its workers ran, counted before the drop and written
+// after it, would otherwise stay as the counts of a queue made again
+// under its name, which starts at zero.
 func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 	if len(deltas) == 0 {
 		return nil
@@ -70,6 +74,8 @@ func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 		FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[],
 			$7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[], $11::float8[], $12::text[])
 			AS t(minute, queue, kind, s, f, r, d, x, z, lc, ls, lb)
+		WHERE EXISTS (SELECT 1 FROM pgbus.queues q WHERE q.queue_name = t.queue)
+		   OR EXISTS (SELECT 1 FROM pgmq.meta m WHERE m.queue_name = t.queue)
 		ON CONFLICT (queue_name, minute, kind) DO UPDATE SET
 			succeeded = s.succeeded + excluded.succeeded,
 			failed = s.failed + excluded.failed,

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -14,6 +15,9 @@ func TestThroughputBucketsPerQueue(t *testing.T) {
 	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
 	a, b, quiet := uniqueName("tp_a"), uniqueName("tp_b"), uniqueName("tp_quiet")
+	for _, q := range []string{a, b, quiet} {
+		pgtest.CreateQueue(t, s, q) // counters are kept for queues that exist
+	}
 	// Hours ago, so that no minute is still being counted, and well within
 	// the counters' retention, which a test elsewhere may run meanwhile.
 	first := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
