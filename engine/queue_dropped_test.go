@@ -93,13 +93,11 @@ func TestQueueMadeAgainIsWorkedWithItsNewSettings(t *testing.T) {
 	pgtest.Eventually(t, 30*time.Second, "the worker to say the queue was dropped", func() bool {
 		return strings.Contains(logs.String(), "the queue was dropped while its workers ran")
 	})
-	// The new settings are in place before the queue's tables are, as
-	// one transaction would make them, so that no check of the worker
-	// finds the queue without them.
-	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.queues (queue_name, max_retries) VALUES ($1, 1)`, q); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateQueue(ctx, q); err != nil {
+	// Made again with its settings in one transaction, as pgbus queue
+	// create does: no check of the worker finds it without them.
+	again := pgtest.FastSettings(q)
+	again.MaxRetries = 1
+	if err := s.CreateQueueWithSettings(ctx, 0, again); err != nil {
 		t.Fatal(err)
 	}
 	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "fails"})

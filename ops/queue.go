@@ -692,11 +692,27 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	// A queue that exists gets its settings only: a role that may change
 	// rows but not create tables can then start workers whose
 	// configuration declares it.
+	// A queue made gets its settings in the transaction that makes it:
+	// workers waiting for it (dropped to be made again) never find it
+	// without them.
+	settled := false
+	create := func(levels int) error {
+		switch {
+		case next != cur:
+			err := s.store.CreateQueueWithSettings(ctx, levels, next)
+			settled = err == nil
+			return err
+		case levels > 0:
+			return s.store.CreatePriorityQueue(ctx, req.Queue, levels)
+		default:
+			return s.store.CreateQueue(ctx, req.Queue)
+		}
+	}
 	switch {
 	case req.Priorities > 0:
-		err = s.store.CreatePriorityQueue(ctx, req.Queue, req.Priorities)
+		err = create(req.Priorities)
 	case !exists:
-		err = s.store.CreateQueue(ctx, req.Queue)
+		err = create(0)
 		if store.IsPermissionDenied(err) && !stored {
 			// Another PGMQ client's queue (pgmq.create), which has no
 			// settings of pgbus's: a role that may not create tables
@@ -709,7 +725,7 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 	if store.IsPermissionDenied(err) {
 		return out, s.mayNotCreate(ctx, req.Queue, err)
 	}
-	if err == nil && next != cur {
+	if err == nil && next != cur && !settled {
 		err = s.store.SetQueueSettings(ctx, next)
 	}
 	return out, explain(err)

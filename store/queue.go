@@ -25,7 +25,24 @@ type QueueInfo struct {
 // its PGMQ queue and archive tables. It is idempotent: creating an existing
 // queue changes nothing and is not an error.
 func (s *Store) CreateQueue(ctx context.Context, name string) error {
-	return s.createLogical(ctx, name, 0)
+	return s.createLogical(ctx, name, 0, nil)
+}
+
+// CreateQueueWithSettings is CreateQueue, or CreatePriorityQueue when
+// levels is not 0, for queue settings.Queue, that also stores its
+// settings, in the same transaction: workers waiting for the queue (one
+// dropped to be made again) never find it without them, and read their
+// first messages with the defaults.
+func (s *Store) CreateQueueWithSettings(ctx context.Context, levels int, settings QueueSettings) error {
+	if err := settings.Validate(); err != nil {
+		return err
+	}
+	if levels != 0 {
+		if err := checkLevels(settings.Queue, levels); err != nil {
+			return err
+		}
+	}
+	return s.createLogical(ctx, settings.Queue, levels, &settings)
 }
 
 // MaxPriorities bounds the priority levels of a queue.
@@ -35,13 +52,23 @@ const MaxPriorities = 10
 // queues name_p0 .. name_p<levels-1>, read p0 first, and one dead-letter
 // queue name_dlq. It is idempotent for the same number of levels.
 func (s *Store) CreatePriorityQueue(ctx context.Context, name string, levels int) error {
+	if err := checkLevels(name, levels); err != nil {
+		return err
+	}
+	return s.createLogical(ctx, name, levels, nil)
+}
+
+// checkLevels refuses a number of priority levels out of range.
+func checkLevels(name string, levels int) error {
 	if levels < 2 || levels > MaxPriorities {
 		return invalidf("queue %q: priority levels must be 2 to %d, not %d; use CreateQueue for a queue without priorities", name, MaxPriorities, levels)
 	}
-	return s.createLogical(ctx, name, levels)
+	return nil
 }
 
-func (s *Store) createLogical(ctx context.Context, name string, levels int) error {
+// createLogical creates queue name with levels priority levels and, when
+// settings is not nil, stores them, in one transaction.
+func (s *Store) createLogical(ctx context.Context, name string, levels int, settings *QueueSettings) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
@@ -85,7 +112,10 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int) erro
 		if err != nil {
 			return fmt.Errorf("store: create queue %q: register: %w", name, err)
 		}
-		return nil
+		if settings != nil {
+			_, err = updateSettings(ctx, tx, *settings)
+		}
+		return err
 	})
 }
 

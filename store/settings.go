@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Backoff strategies of QueueSettings.BackoffStrategy.
@@ -156,21 +157,11 @@ func (s *Store) SetQueueSettings(ctx context.Context, q QueueSettings) error {
 	if err := q.Validate(); err != nil {
 		return err
 	}
-	onSuccess := "archive"
-	if q.DeleteOnSuccess {
-		onSuccess = "delete"
-	}
-	tag, err := s.db.Exec(ctx, `UPDATE pgbus.queues SET max_retries = $2, visibility_timeout_ms = $3,
-		backoff_strategy = $4, retry_backoff_ms = $5, retry_backoff_max_ms = $6, retry_backoff_jitter = $7,
-		on_success = $8, paused = $9, deadline_ms = nullif($10, 0), archive_retention_ms = $11, dead_retention_ms = $12,
-		updated_at = now() WHERE queue_name = $1`,
-		q.Queue, q.MaxRetries, q.VisibilityTimeout.Milliseconds(), q.BackoffStrategy, q.RetryBackoff.Milliseconds(),
-		q.RetryBackoffMax.Milliseconds(), q.RetryBackoffJitter, onSuccess, q.Paused,
-		q.Deadline.Milliseconds(), q.ArchiveRetention.Milliseconds(), q.DeadRetention.Milliseconds())
+	affected, err := updateSettings(ctx, s.db, q)
 	if err != nil {
-		return fmt.Errorf("store: update settings of queue %q: %w", q.Queue, err)
+		return err
 	}
-	if tag.RowsAffected() == 0 {
+	if affected == 0 {
 		return notFoundf("queue %q does not exist; create it first", q.Queue)
 	}
 	return nil
@@ -197,4 +188,27 @@ func (s *Store) SetPaused(ctx context.Context, queue string, paused bool) (bool,
 		return false, fmt.Errorf("store: pause queue %q: %w", queue, err)
 	}
 	return was != paused, nil
+}
+
+// updateSettings writes the settings q of a registered queue through db
+// and returns how many rows it changed: 0 when the queue is not
+// registered.
+func updateSettings(ctx context.Context, db interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, q QueueSettings) (int64, error) {
+	onSuccess := "archive"
+	if q.DeleteOnSuccess {
+		onSuccess = "delete"
+	}
+	tag, err := db.Exec(ctx, `UPDATE pgbus.queues SET max_retries = $2, visibility_timeout_ms = $3,
+		backoff_strategy = $4, retry_backoff_ms = $5, retry_backoff_max_ms = $6, retry_backoff_jitter = $7,
+		on_success = $8, paused = $9, deadline_ms = nullif($10, 0), archive_retention_ms = $11, dead_retention_ms = $12,
+		updated_at = now() WHERE queue_name = $1`,
+		q.Queue, q.MaxRetries, q.VisibilityTimeout.Milliseconds(), q.BackoffStrategy, q.RetryBackoff.Milliseconds(),
+		q.RetryBackoffMax.Milliseconds(), q.RetryBackoffJitter, onSuccess, q.Paused,
+		q.Deadline.Milliseconds(), q.ArchiveRetention.Milliseconds(), q.DeadRetention.Milliseconds())
+	if err != nil {
+		return 0, fmt.Errorf("store: update settings of queue %q: %w", q.Queue, err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -96,3 +96,39 @@ func TestQueueDropByANonOwnerSaysWhoMay(t *testing.T) {
 		t.Errorf("the queue after refused drops: %v; want it kept", err)
 	}
 }
+
+// TestQueueCreateWritesItsSettingsWithTheQueue: a queue created with
+// settings gets them in the transaction that makes it, so that no worker
+// waiting for it (one dropped to be made again) finds it without them;
+// a refused write of the settings leaves no queue behind.
+func TestQueueCreateWritesItsSettingsWithTheQueue(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	dbURL := pgtest.NewDatabase(t)
+	s := pgtest.OpenStore(t, dbURL)
+	svc := newService(t, s, ops.Options{})
+	q := pgtest.Name("atomic")
+	// A check of the database's that refuses the settings of q, which
+	// pgbus's own validation lets through.
+	pgtest.Exec(t, dbURL, `CREATE FUNCTION refuse_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'settings of % refused', NEW.queue_name USING ERRCODE = 'check_violation'; END $$`)
+	pgtest.Exec(t, dbURL, `CREATE TRIGGER refuse_settings BEFORE UPDATE ON pgbus.queues FOR EACH ROW
+		WHEN (NEW.queue_name = '`+q+`' AND NEW.max_retries = 7) EXECUTE FUNCTION refuse_settings()`)
+	seven := 7
+	for _, levels := range []int{0, 3} {
+		_, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: levels, Settings: ops.SettingsChange{MaxRetries: &seven}})
+		if err == nil || !strings.Contains(err.Error(), "refused") {
+			t.Fatalf("create of %s with %d levels and settings the database refuses: %v; want the refusal", q, levels, err)
+		}
+		if ok, err := s.QueueExists(ctx, store.DLQName(q)); err != nil || ok {
+			t.Fatalf("create of %s with %d levels whose settings were refused left its DLQ (%v, %v); want nothing made", q, levels, ok, err)
+		}
+	}
+	two := 2
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Settings: ops.SettingsChange{MaxRetries: &two}}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.QueueSettingsOf(ctx, q); err != nil || st.MaxRetries != 2 {
+		t.Fatalf("settings of %s created with max_retries 2: %+v, %v", q, st, err)
+	}
+}
