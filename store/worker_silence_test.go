@@ -49,3 +49,35 @@ func TestWorkerSilenceCountsWhileTheDatabaseWasUp(t *testing.T) {
 	check(before, "before", 3*time.Hour, time.Hour)
 	check(after, "after", time.Hour, 0)
 }
+
+// A crash loop records a process stopped on an error at each refused
+// start: more than the list holds within an hour. A process running since
+// before them is still listed, ahead of them all.
+func TestRunningProcessListedPastACrashLoop(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: "steady", Hostname: "a", PID: 1, Queues: []string{"orders"}, Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET started_at = now() - interval '2 hours' WHERE id = 'steady'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, stop_error)
+		SELECT 'loop-'||i, 'b', i, '{orders}', 1, now() - interval '1 hour' + i * interval '3 seconds', now() - interval '1 hour' + i * interval '3 seconds',
+		       now() - interval '1 hour' + i * interval '3 seconds', 'permission denied for table q_orders'
+		FROM generate_series(1, $1) i`, store.MaxListedWorkers+200); err != nil {
+		t.Fatal(err)
+	}
+	ws, err := s.ListWorkers(ctx, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ws) == 0 || ws[0].ID != "steady" {
+		first := "none"
+		if len(ws) > 0 {
+			first = ws[0].ID
+		}
+		t.Fatalf("%d processes listed, the first %s; want the running process first, ahead of the crash loop's %d", len(ws), first, store.MaxListedWorkers+200)
+	}
+}

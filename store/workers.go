@@ -165,9 +165,10 @@ func (s *Store) StopWorkerOnError(ctx context.Context, w WorkerProcess, why stri
 const MaxListedWorkers = 1000
 
 // ListWorkers lists worker processes seen within the window: at most
-// MaxListedWorkers, those not stopped or stopped on an error first, newest
-// first within each, so that a cut leaves out the oldest that stopped
-// cleanly.
+// MaxListedWorkers, those not stopped first, then those stopped on an
+// error, then those stopped cleanly, newest first within each: a cut
+// leaves out the oldest that stopped cleanly, and a crash loop's many
+// refused starts never push a running process out.
 // Stopped ones are included so that a crash is visible as a stale
 // heartbeat with no stop.
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
@@ -175,7 +176,7 @@ func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]Worker
 		       `+silentAgeSQL("heartbeat_at", "$3")+`, heartbeat_interval_ms * 1000000,
 		       coalesce(stop_error, '')
 		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
-		ORDER BY stopped_at IS NOT NULL AND coalesce(stop_error, '') = '', started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
+		ORDER BY CASE WHEN stopped_at IS NULL THEN 0 WHEN coalesce(stop_error, '') <> '' THEN 1 ELSE 2 END, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
 	if err != nil {
 		return nil, fmt.Errorf("store: list workers: %w", err)
 	}

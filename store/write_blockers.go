@@ -120,9 +120,10 @@ func (s *Store) lockHolders(ctx context.Context, what string, waited time.Durati
 	return heldBy, terminate, err
 }
 
-// heldTableLocksSQL selects the table locks other sessions hold, as
-// describeLocks reads them, for the conditions that follow it (AND ...)
-// to narrow.
+// heldTableLocksSQL selects the table locks other sessions of this
+// database hold (relation ids repeat across databases made from one
+// template), as describeLocks reads them, for the conditions that follow
+// it (AND ...) to narrow.
 const heldTableLocksSQL = `
 		SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), l.mode, l.pid, true,
 		       coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
@@ -131,12 +132,12 @@ const heldTableLocksSQL = `
 		JOIN pg_catalog.pg_class c ON c.oid = l.relation
 		JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 		LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
-		WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()`
+		WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()
+		  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())`
 
 // lockHoldersOn is lockHolders asked through q.
 func lockHoldersOn(ctx context.Context, q querier, what string, waited time.Duration, where string, args ...any) (heldBy, terminate string, err error) {
 	rows, err := q.Query(ctx, heldTableLocksSQL+`
-		  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
 		  AND l.mode IN ('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
 		  AND (a.xact_start <= clock_timestamp() - $1 * interval '1 microsecond' OR (a.xact_start IS NULL AND a.state IS NULL))
 		  AND `+where+`
