@@ -60,15 +60,15 @@ const (
 // one that fails lets go of what it took (ROLLBACK TO SAVEPOINT) and
 // pauses before the next: other sessions wait a try at most. The tries
 // stop at ctx's end, or once they waited as long as one statement may
-// (WithStatementTimeout). The lock_timeout the transaction had is set
-// back once all is held.
+// (WithStatementTimeout). The lock_timeout and statement_timeout the
+// transaction had are set back once all is held.
 func (s *Store) lockForDrop(ctx context.Context, tx pgx.Tx, queue string, names []string) error {
 	tables, err := existingTables(ctx, tx, names)
 	if err != nil {
 		return err
 	}
-	var before string
-	if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&before); err != nil {
+	var lockTimeout, stmtTimeout string
+	if err := tx.QueryRow(ctx, `SELECT current_setting('lock_timeout'), current_setting('statement_timeout')`).Scan(&lockTimeout, &stmtTimeout); err != nil {
 		return fmt.Errorf("store: drop queue %q: %w", queue, err)
 	}
 	lock := []string{`SELECT pg_advisory_xact_lock(pgbus.dlq_groups_lock_key(` + sqlText(DLQName(queue)) + `))`}
@@ -83,42 +83,62 @@ func (s *Store) lockForDrop(ctx context.Context, tx pgx.Tx, queue string, names 
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	start, pause := time.Now(), 20*time.Millisecond
+	start, pause, held := time.Now(), 20*time.Millisecond, false
 	for {
 		err := tryLock(ctx, tx, lock)
 		if err == nil {
 			break
 		}
-		if !isLockTimeout(err) {
-			if ctx.Err() != nil {
-				return s.tablesHeld(ctx, queue, tables, start)
-			}
+		if ctx.Err() == nil && !tryHeldUp(err) {
 			return fmt.Errorf("store: drop queue %q: lock its tables: %w", queue, err)
 		}
-		select {
-		case <-ctx.Done():
-			return s.tablesHeld(ctx, queue, tables, start)
-		case <-time.After(pause):
+		held = held || isLockTimeout(err) || ctx.Err() == nil
+		if ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+				pause = min(2*pause, dropLockPauseMax)
+				continue
+			}
 		}
-		pause = min(2*pause, dropLockPauseMax)
+		if !held {
+			// Ended while nothing held the drop up: its caller's own end.
+			return fmt.Errorf("store: drop queue %q: %w", queue, ctx.Err())
+		}
+		return s.tablesHeld(ctx, queue, tables, start)
 	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, before); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', $2, true)`, lockTimeout, stmtTimeout); err != nil {
 		return fmt.Errorf("store: drop queue %q: %w", queue, err)
 	}
 	return nil
 }
 
+// tryHeldUp reports whether err, of a try of lockForDrop whose context
+// has not ended, is the try held up by another session: a lock wait past
+// lock_timeout, the try's statement past its statement_timeout (several
+// waits each under lock_timeout), or a deadlock, which the next try may
+// not meet.
+func tryHeldUp(err error) bool {
+	code, _ := SQLState(err)
+	return code == "55P03" || code == "57014" || code == "40P01"
+}
+
 // tryLock runs the statements of lock (which take locks) in a savepoint
-// of tx under a lock_timeout of dropLockTry, together; on failure the
-// savepoint is rolled back, and with it the locks taken and the setting.
+// of tx, together, each lock wait bounded by dropLockTry and the whole
+// of them too (a LOCK TABLE of many tables waits for each in turn); on
+// failure the savepoint is rolled back, and with it the locks taken and
+// the settings.
 func tryLock(ctx context.Context, tx pgx.Tx, lock []string) error {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = sp.Exec(ctx, fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true); %s`, dropLockTry.Milliseconds(), strings.Join(lock, "; ")))
+	ms := dropLockTry.Milliseconds()
+	_, err = sp.Exec(ctx, fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true), set_config('statement_timeout', '%dms', true); %s`, ms, ms, strings.Join(lock, "; ")))
 	if err != nil {
-		return errors.Join(err, sp.Rollback(context.WithoutCancel(ctx)))
+		undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return errors.Join(err, sp.Rollback(undo))
 	}
 	return sp.Commit(ctx)
 }
@@ -143,6 +163,9 @@ func existingTables(ctx context.Context, tx pgx.Tx, names []string) ([]string, e
 // within a few seconds beside the drop's transaction, which is aborted.
 func (s *Store) tablesHeld(ctx context.Context, queue string, tables []string, start time.Time) error {
 	e := &TablesHeldError{Queue: queue, Waited: time.Since(start), Err: ctx.Err()}
+	if errors.Is(e.Err, context.Canceled) {
+		return e // its caller is gone: no one to tell who held them
+	}
 	ask, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	what := "find the sessions holding the tables of queue " + queue
