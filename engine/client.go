@@ -269,7 +269,15 @@ type Client struct {
 	misregistered string
 
 	settings atomic.Pointer[map[string]store.QueueSettings]
-	physical map[string][]string // logical queue -> physical queues, set by Run
+	// settingsMu orders the stores of settings: a read begun before
+	// another that stored first (a worker's when its dropped queue is
+	// back, beside the periodic one) does not store what it read after
+	// it. settingsRead counts the reads begun, settingsStored is the
+	// number of the last one stored.
+	settingsMu     sync.Mutex
+	settingsRead   atomic.Int64
+	settingsStored int64
+	physical       map[string][]string // logical queue -> physical queues, set by Run
 	// breakerUsers are the queues and kinds whose handlers use each
 	// breaker, set by Run and said again at each heartbeat.
 	breakerUsers map[string][]store.BreakerUser
@@ -427,6 +435,7 @@ func (c *Client) settingsFor(queue string) store.QueueSettings {
 }
 
 func (c *Client) refreshSettings(ctx context.Context) error {
+	n := c.settingsRead.Add(1)
 	var all map[string]store.QueueSettings
 	err := c.bounded(ctx, func(ctx context.Context) (err error) {
 		all, err = c.store.AllQueueSettings(ctx)
@@ -435,7 +444,12 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.settings.Store(&all)
+	c.settingsMu.Lock()
+	if n > c.settingsStored {
+		c.settingsStored = n
+		c.settings.Store(&all)
+	}
+	c.settingsMu.Unlock()
 	return c.checkLayout(ctx)
 }
 

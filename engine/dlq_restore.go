@@ -48,6 +48,10 @@ func (w *queueWorker) restoreDLQ(ctx context.Context, count int) bool {
 		w.c.log.Warn("pgbus: a stop came while the queue's dead-letter queue, dropped while its workers ran, was being made again; "+
 			"the messages to dead-letter stay in the queue and come back after their visibility timeout", attrs...)
 		return false
+	case ctx.Err() != nil:
+		w.c.log.Warn("pgbus: the queue's dead-letter queue was dropped while its workers ran, and making it again took longer than 30s (another session may hold the queue's lock); "+
+			"the messages to dead-letter stay in the queue and come back after their visibility timeout, to be tried again", attrs...)
+		return false
 	case store.IsUnreachable(err):
 		w.c.log.Warn("pgbus: the queue's dead-letter queue was dropped while its workers ran, and the database could not be reached to make it again; "+
 			"the messages to dead-letter stay in the queue and come back after their visibility timeout, to be tried again", attrs...)
