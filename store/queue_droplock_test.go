@@ -155,3 +155,37 @@ func TestDropGivenUpWhileGroupCountsHeldSaysWho(t *testing.T) {
 		t.Fatalf("drop given up while the DLQ's group counts were held: %+v; want it to name them and the holder, pid %d", held, holder)
 	}
 }
+
+// TestDropNamesOnlyHoldersOfItsOwnDatabase: two databases copied from one
+// template hold tables of the same relation ids. A drop given up in one
+// names the session of its own database that holds its DLQ, never the
+// one holding the same table of the other database, which ending would
+// not help.
+func TestDropNamesOnlyHoldersOfItsOwnDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const q = "twin"
+	build := func(tb testing.TB, url string) {
+		s, err := store.Open(ctx, url)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer s.Close()
+		if err := s.CreateQueue(ctx, q); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	here := pgtest.OpenStore(t, pgtest.FromTemplate(t, "droplock-twin", build))
+	there := pgtest.OpenStore(t, pgtest.FromTemplate(t, "droplock-twin", build))
+	ours, _ := holdDLQ(t, here, q)
+	theirs, _ := holdDLQ(t, there, q)
+	dropCtx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	held, ok := errors.AsType[*store.TablesHeldError](here.DropQueue(dropCtx, q))
+	if !ok || !strings.Contains(held.HeldBy, "pid "+strconv.Itoa(ours)) {
+		t.Fatalf("drop given up while its DLQ was held: %+v; want it to name the holder of its own database, pid %d", held, ours)
+	}
+	if strings.Contains(held.HeldBy, "pid "+strconv.Itoa(theirs)) || strings.Contains(held.Terminate, strconv.Itoa(theirs)) {
+		t.Errorf("the drop names pid %d, which holds the same table of another database: %s; %s", theirs, held.HeldBy, held.Terminate)
+	}
+}
