@@ -1,13 +1,11 @@
 package ops_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // A retry or discard guarded by its dry run's expect moves its messages in
@@ -30,23 +28,7 @@ func TestAuditGuardedWriteLeavesNothingUnfinished(t *testing.T) {
 	}
 	// A message of the set is locked: the guarded retry waits on it, its
 	// transaction open, as a process killed there would leave it.
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT msg_id FROM pgmq.q_`+store.DLQName(q)+` ORDER BY msg_id DESC LIMIT 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	type retried struct {
-		out ops.DLQRetry
-		err error
-	}
-	done := make(chan retried, 1)
-	go func() {
-		out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Expect: dry.Expect})
-		done <- retried{out, err}
-	}()
+	release, done := retryBehindALock(ctx, t, s, svc, q, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Expect: dry.Expect})
 	pgtest.Eventually(t, time.Minute, "the guarded retry waiting on the locked message", func() bool {
 		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
 	})
@@ -59,7 +41,7 @@ func TestAuditGuardedWriteLeavesNothingUnfinished(t *testing.T) {
 			t.Errorf("the guarded retry, in its one transaction, shows as not finished: entry %d, %s", e.ID, e.Result)
 		}
 	}
-	if err := tx.Rollback(ctx); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done

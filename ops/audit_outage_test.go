@@ -213,23 +213,7 @@ func TestAuditHeldOutcomeCompletesItsStart(t *testing.T) {
 	// The newest dead message is locked, so that the retry waits there
 	// with its first entry written; then a share lock on the audit log
 	// holds its outcome, so that the server stops while the insert waits.
-	msgTx, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = msgTx.Rollback(context.Background()) }()
-	if _, err := msgTx.Exec(ctx, `SELECT msg_id FROM pgmq.q_`+store.DLQName("outage")+` ORDER BY msg_id DESC LIMIT 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	type retried struct {
-		out ops.DLQRetry
-		err error
-	}
-	done := make(chan retried, 1)
-	go func() {
-		out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "outage"}})
-		done <- retried{out, err}
-	}()
+	release, done := retryBehindALock(ctx, t, st, svc, "outage", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "outage"}})
 	pgtest.Eventually(t, time.Minute, "the retry's first entry written and the retry waiting on the locked message", func() bool {
 		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.audit_log WHERE pending`) == 1 &&
 			pgtest.Int(t, st, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
@@ -242,7 +226,7 @@ func TestAuditHeldOutcomeCompletesItsStart(t *testing.T) {
 	if _, err := logTx.Exec(ctx, `LOCK TABLE pgbus.audit_log IN SHARE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	if err := msgTx.Rollback(ctx); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	pgtest.Eventually(t, time.Minute, "the retry's outcome waiting for the lock on the audit log", func() bool {

@@ -1,7 +1,6 @@
 package ops_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -46,23 +45,7 @@ func TestAuditUnfinishedSaysWhetherItStillRuns(t *testing.T) {
 
 	// The newest dead message is locked: the retry by filter (oldest
 	// first) moves the others and waits on it.
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, `SELECT msg_id FROM pgmq.q_`+store.DLQName(q)+` ORDER BY msg_id DESC LIMIT 1 FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
-	type retried struct {
-		out ops.DLQRetry
-		err error
-	}
-	done := make(chan retried, 1)
-	go func() {
-		out, err := svc.DLQRetry(cctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}})
-		done <- retried{out, err}
-	}()
+	release, done := retryBehindALock(cctx, t, s, svc, q, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}})
 	pgtest.Eventually(t, time.Minute, "the retry waiting on the locked message", func() bool {
 		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
 	})
@@ -122,7 +105,7 @@ func TestAuditUnfinishedSaysWhetherItStillRuns(t *testing.T) {
 		}
 	}
 
-	if err := tx.Rollback(ctx); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-done; r.err != nil || r.out.Retried != 5 {

@@ -121,3 +121,33 @@ func hasHint(hints []ops.Hint, op string, args map[string]any) bool {
 	}
 	return false
 }
+
+// retried is the result of a retry run in the background.
+type retried struct {
+	out ops.DLQRetry
+	err error
+}
+
+// retryBehindALock locks the newest message of queue's DLQ in a
+// transaction of its own, then runs req with ctx in the background: a
+// retry by filter, oldest first, moves the others and waits on that
+// message, its transaction open, as a process killed there would leave
+// it. release ends the lock's transaction (the test's end does too);
+// done gives the retry's result.
+func retryBehindALock(ctx context.Context, t *testing.T, s *store.Store, svc *ops.Service, queue string, req ops.DLQRetryRequest) (release func() error, done <-chan retried) {
+	t.Helper()
+	tx, err := s.Pool().Begin(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(testContext(t), `SELECT msg_id FROM pgmq.q_`+store.DLQName(queue)+` ORDER BY msg_id DESC LIMIT 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan retried, 1)
+	go func() {
+		r, err := svc.DLQRetry(ctx, req)
+		out <- retried{r, err}
+	}()
+	return func() error { return tx.Rollback(testContext(t)) }, out
+}
