@@ -57,16 +57,7 @@ func TestRunWaitsForTheDatabaseAtStart(t *testing.T) {
 		return pgtest.Int(t, st, `SELECT count(*) FROM pgbus.workers WHERE id = $1`, c.ID()) == 1
 	})
 	id := pgtest.Send(t, c, queue, map[string]int{"n": 1}, engine.SendOptions{})
-	select {
-	case got := <-ran:
-		if got != id {
-			t.Errorf("ran message %d, want %d", got, id)
-		}
-	case err := <-done:
-		t.Fatalf("Run returned before working the job: %v\n%s", err, logs.String())
-	case <-ctx.Done():
-		t.Fatalf("the job sent once the database was back did not run:\n%s", logs.String())
-	}
+	pgtest.AwaitJob(ctx, t, ran, done, id, &logs)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)

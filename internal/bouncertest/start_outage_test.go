@@ -63,16 +63,7 @@ func TestRunStartsThroughBouncerOnceServerIsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-ran:
-		if got != id {
-			t.Errorf("ran message %d, want %d", got, id)
-		}
-	case err := <-done:
-		t.Fatalf("Run returned before working the job: %v\n%s", err, logs.String())
-	case <-ctx.Done():
-		t.Fatalf("the job sent once PostgreSQL was back did not run:\n%s", logs.String())
-	}
+	pgtest.AwaitJob(ctx, t, ran, done, id, &logs)
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)

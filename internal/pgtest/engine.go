@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -70,4 +71,21 @@ func Send(tb testing.TB, c *engine.Client, queue string, payload any, opts engin
 		tb.Fatalf("send: %v", err)
 	}
 	return id
+}
+
+// AwaitJob waits until a handler says, on ran, that it ran message id,
+// and fails the test if Run returns first (on done) or ctx ends, with
+// what logs holds.
+func AwaitJob(ctx context.Context, tb testing.TB, ran <-chan int64, done <-chan error, id int64, logs fmt.Stringer) {
+	tb.Helper()
+	select {
+	case got := <-ran:
+		if got != id {
+			tb.Errorf("ran message %d, want %d", got, id)
+		}
+	case err := <-done:
+		tb.Fatalf("Run returned before working the job: %v\n%s", err, logs)
+	case <-ctx.Done():
+		tb.Fatalf("the job sent did not run:\n%s", logs)
+	}
 }
