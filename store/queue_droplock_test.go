@@ -189,3 +189,38 @@ func TestDropNamesOnlyHoldersOfItsOwnDatabase(t *testing.T) {
 		t.Errorf("the drop names pid %d, which holds the same table of another database: %s; %s", theirs, held.HeldBy, held.Terminate)
 	}
 }
+
+// CreateQueueWithSettings refuses, before it writes anything, a name that
+// is no queue name, priority levels out of range and settings out of
+// range, saying what is wrong; none of those leaves a queue behind.
+func TestCreateQueueWithSettingsRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	s, ctx := testStore(t), testContext(t)
+	name := pgtest.Name("badcreate")
+	good := pgtest.FastSettings(name)
+	bad := func(edit func(*store.QueueSettings)) store.QueueSettings {
+		q := good
+		edit(&q)
+		return q
+	}
+	for _, c := range []struct {
+		what     string
+		levels   int
+		settings store.QueueSettings
+		want     string
+	}{
+		{"an injected name", 0, bad(func(q *store.QueueSettings) { q.Queue = "x'); DROP TABLE pgmq.meta; --" }), "queue name"},
+		{"one level", 1, good, "priority levels must be 2 to 10"},
+		{"a huge number of levels", 1 << 30, good, "priority levels must be 2 to 10"},
+		{"negative retries", 0, bad(func(q *store.QueueSettings) { q.MaxRetries = -1 }), "max_retries"},
+		{"huge retries", 0, bad(func(q *store.QueueSettings) { q.MaxRetries = 1 << 30 }), "max_retries"},
+	} {
+		err := s.CreateQueueWithSettings(ctx, c.levels, c.settings)
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want it refused as invalid, saying %q", c.what, err, c.want)
+		}
+	}
+	if ok, err := s.QueueExists(ctx, name); err != nil || ok {
+		t.Errorf("queue %s after refused creates: exists %v (%v); want none", name, ok, err)
+	}
+}
