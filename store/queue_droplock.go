@@ -42,10 +42,12 @@ func (e *TablesHeldError) Error() string {
 // Unwrap returns why the drop stopped trying.
 func (e *TablesHeldError) Unwrap() error { return e.Err }
 
-// dropLockTry is how long one try of lockForDrop waits for the tables;
-// dropLockPauseMax is the longest pause between tries.
+// dropLockTry is how long the first try of lockForDrop waits for the
+// tables, dropLockTryMax the longest a later try waits, and
+// dropLockPauseMax the longest pause between tries.
 const (
 	dropLockTry      = 100 * time.Millisecond
+	dropLockTryMax   = time.Second
 	dropLockPauseMax = time.Second
 )
 
@@ -56,9 +58,14 @@ const (
 // the ones done while it waited for the next (one a long read, or a read
 // of every DLQ, held): every read of the queue's tables then waited
 // behind it, and a read of every DLQ, holding some of them, was itself
-// held up by another drop. Here each try waits at most dropLockTry, and
-// one that fails lets go of what it took (ROLLBACK TO SAVEPOINT) and
-// pauses before the next: other sessions wait a try at most. The tries
+// held up by another drop. Here each try waits a bounded time, and one
+// that fails lets go of what it took (ROLLBACK TO SAVEPOINT) and pauses
+// before the next: other sessions wait a try at most. A try waits twice
+// as long as the one before, from dropLockTry up to dropLockTryMax: a
+// try gets its tables only once every session that held them when it
+// began has let go (sessions that come later wait behind it), so tries
+// of one length alone never got through reads that overlap and each
+// hold the tables longer than a try. The tries
 // stop at ctx's end, or once they waited as long as one statement may
 // (WithStatementTimeout). The lock_timeout and statement_timeout the
 // transaction had are set back once all is held.
@@ -83,9 +90,9 @@ func (s *Store) lockForDrop(ctx context.Context, tx pgx.Tx, queue string, names 
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	start, pause, held := time.Now(), 20*time.Millisecond, false
+	start, pause, try, held := time.Now(), 20*time.Millisecond, dropLockTry, false
 	for {
-		err := tryLock(ctx, tx, lock)
+		err := tryLock(ctx, tx, lock, try)
 		if err == nil {
 			break
 		}
@@ -97,7 +104,7 @@ func (s *Store) lockForDrop(ctx context.Context, tx pgx.Tx, queue string, names 
 			select {
 			case <-ctx.Done():
 			case <-time.After(pause):
-				pause = min(2*pause, dropLockPauseMax)
+				pause, try = min(2*pause, dropLockPauseMax), min(2*try, dropLockTryMax)
 				continue
 			}
 		}
@@ -124,16 +131,16 @@ func tryHeldUp(err error) bool {
 }
 
 // tryLock runs the statements of lock (which take locks) in a savepoint
-// of tx, together, each lock wait bounded by dropLockTry and the whole
-// of them too (a LOCK TABLE of many tables waits for each in turn); on
-// failure the savepoint is rolled back, and with it the locks taken and
-// the settings.
-func tryLock(ctx context.Context, tx pgx.Tx, lock []string) error {
+// of tx, together, each lock wait bounded by try and the whole of them
+// too (a LOCK TABLE of many tables waits for each in turn); on failure
+// the savepoint is rolled back, and with it the locks taken and the
+// settings.
+func tryLock(ctx context.Context, tx pgx.Tx, lock []string, try time.Duration) error {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return err
 	}
-	ms := dropLockTry.Milliseconds()
+	ms := try.Milliseconds()
 	_, err = sp.Exec(ctx, fmt.Sprintf(`SELECT set_config('lock_timeout', '%dms', true), set_config('statement_timeout', '%dms', true); %s`, ms, ms, strings.Join(lock, "; ")))
 	if err != nil {
 		undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

@@ -82,10 +82,13 @@ func TestDropHoldsNoTableWhileItWaits(t *testing.T) {
 }
 
 // readBounded reads queue's table in a transaction whose lock waits are
-// bounded to 300ms.
+// bounded to 2s: longer than the longest try of a drop (a try holds
+// later reads behind it while it waits), shorter than the lock bound of
+// the reads of the operations layer (3s by default), and far shorter than
+// the drop's wait for its DLQ.
 func readBounded(ctx context.Context, s *store.Store, queue string) error {
 	return pgx.BeginFunc(ctx, s.Pool(), func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '300ms'`); err != nil {
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `SELECT count(*) FROM `+pgx.Identifier{"pgmq", "q_" + queue}.Sanitize())
