@@ -23,6 +23,7 @@ const (
 type result struct {
 	queue  string      // physical
 	claim  store.Claim // the read it settles: nothing is written once the message is at another
+	table  uint32      // the table the read took the message from (store.Message.Table), for the stats
 	kind   string
 	action action
 	delay  time.Duration

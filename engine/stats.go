@@ -10,6 +10,7 @@ import (
 type statsKey struct {
 	minute time.Time
 	queue  string
+	table  uint32 // of the read, store.StatsDelta.Table
 	kind   string
 }
 
@@ -25,14 +26,16 @@ func newStatsCollector() *statsCollector {
 }
 
 // add counts r in the minute now, on the database's clock: the minute
-// readers of the stats count back from on theirs.
+// readers of the stats count back from on theirs. It is counted for the
+// table its message was read from, so that the flush leaves it out once
+// the queue was dropped, even when made again.
 func (s *statsCollector) add(queue string, r result, now time.Time) {
-	key := statsKey{minute: now.UTC().Truncate(time.Minute), queue: queue, kind: r.kind}
+	key := statsKey{minute: now.UTC().Truncate(time.Minute), queue: queue, table: r.table, kind: r.kind}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.deltas[key]
 	if d == nil {
-		d = &store.StatsDelta{Minute: key.minute, Queue: queue, Kind: r.kind}
+		d = &store.StatsDelta{Minute: key.minute, Queue: queue, Table: r.table, Kind: r.kind}
 		s.deltas[key] = d
 	}
 	switch r.action {
@@ -76,23 +79,13 @@ func (s *statsCollector) giveBack(deltas []store.StatsDelta) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, d := range deltas {
-		key := statsKey{minute: d.Minute, queue: d.Queue, kind: d.Kind}
+		key := statsKey{minute: d.Minute, queue: d.Queue, table: d.Table, kind: d.Kind}
 		cur := s.deltas[key]
 		if cur == nil {
 			c := d
 			s.deltas[key] = &c
 			continue
 		}
-		cur.Succeeded += d.Succeeded
-		cur.Failed += d.Failed
-		cur.Retried += d.Retried
-		cur.DeadLettered += d.DeadLettered
-		cur.Discarded += d.Discarded
-		cur.Snoozed += d.Snoozed
-		cur.LatencyCount += d.LatencyCount
-		cur.LatencySumMS += d.LatencySumMS
-		for i := range cur.LatencyBuckets {
-			cur.LatencyBuckets[i] += d.LatencyBuckets[i]
-		}
+		cur.Add(d)
 	}
 }

@@ -164,3 +164,59 @@ func TestCountersOfADroppedQueueAreLeftOut(t *testing.T) {
 		t.Errorf("a queue that exists counts %d outcomes, want the 3 written", n)
 	}
 }
+
+// A worker counts its outcomes per table it read the messages from: the
+// counts of a queue's levels, read from two tables, add up under the
+// queue; those read from the table of a queue dropped and made again
+// since are left out, and the queue made again shows none of them. As
+// much when the results are read as text.
+func TestCountersOfTheTablesReadAddUpAndThoseOfADroppedTableAreLeftOut(t *testing.T) {
+	t.Parallel()
+	for _, mode := range append([]string{"default"}, textModes...) {
+		t.Run(mode, func(t *testing.T) {
+			url := pgtest.NewDatabase(t)
+			if mode != "default" {
+				url = pgtest.WithParam(t, url, "default_query_exec_mode", mode)
+			}
+			s, ctx := pgtest.OpenStore(t, url), testContext(t)
+			levels, again := uniqueName("levels"), uniqueName("again")
+			if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
+				t.Fatal(err)
+			}
+			pgtest.CreateQueue(t, s, again)
+			table := func(physical string) uint32 {
+				t.Helper()
+				if _, err := s.Send(ctx, physical, store.NewMessage{Payload: []byte(`1`)}); err != nil {
+					t.Fatal(err)
+				}
+				msgs, err := s.Read(ctx, physical, time.Minute, 1)
+				if err != nil || len(msgs) != 1 || msgs[0].Table == 0 {
+					t.Fatalf("read of %s = %+v, %v; want one message with its table", physical, msgs, err)
+				}
+				return msgs[0].Table
+			}
+			p0, p1, old := table(store.PriorityQueueName(levels, 0)), table(store.PriorityQueueName(levels, 1)), table(again)
+			if p0 == p1 {
+				t.Fatalf("the two levels' messages name one table, %d", p0)
+			}
+			if err := s.DropQueue(ctx, again); err != nil {
+				t.Fatal(err)
+			}
+			pgtest.CreateQueue(t, s, again)
+			minute := time.Now().UTC().Truncate(time.Minute)
+			if err := s.AddStats(ctx, []store.StatsDelta{
+				{Minute: minute, Queue: levels, Table: p0, Kind: "k", Succeeded: 2, LatencyCount: 2, LatencyBuckets: [store.LatencyBuckets]int64{3: 2}},
+				{Minute: minute, Queue: levels, Table: p1, Kind: "k", Succeeded: 5, LatencyCount: 1, LatencyBuckets: [store.LatencyBuckets]int64{3: 1}},
+				{Minute: minute, Queue: again, Table: old, Kind: "k", Succeeded: 20},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if n := pgtest.Int(t, s, `SELECT coalesce(sum(succeeded), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, again); n != 0 {
+				t.Errorf("the queue made again shows %d outcomes counted from the dropped queue's table, want 0", n)
+			}
+			if n := pgtest.Int(t, s, `SELECT coalesce(sum(succeeded * 100 + latency_buckets[4]), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, levels); n != 703 {
+				t.Errorf("the queue of two levels shows %d succeeded and %d latencies in their bucket, want 7 and 3", n/100, n%100)
+			}
+		})
+	}
+}

@@ -67,6 +67,11 @@ type Message struct {
 	VisibleSince time.Time       `json:"-"`
 	Payload      json.RawMessage `json:"message"`
 	Headers      json.RawMessage `json:"headers"`
+	// Table, set by a worker's read, is the object id of the table the
+	// message was read from: a queue dropped and made again under its name
+	// has new tables, so it tells the queue read from apart from one made
+	// since (StatsDelta.Table).
+	Table uint32 `json:"-"`
 }
 
 // Claim names one read of a message: its id with the read count and
@@ -583,13 +588,13 @@ func readSQL(queue string, info tableInfo) string {
 		SET ` + setLastRead + `vt = clock_timestamp() + $2 * interval '1 microsecond', read_ct = m.read_ct + 1,
 			headers = ` + dropBreakerHoldSQL("m") + `
 		FROM c WHERE m.msg_id = c.msg_id
-		RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, ` + lastRead + `, m.message, m.headers, c.vt`
+		RETURNING m.msg_id, m.read_ct, m.enqueued_at, m.vt, ` + lastRead + `, m.message, m.headers, c.vt, m.tableoid`
 }
 
 func scanReadMessage(r pgx.CollectableRow) (Message, error) {
 	var m Message
 	var payload, headers []byte
-	err := r.Scan(&m.ID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &m.LastReadAt, &payload, &headers, &m.VisibleSince)
+	err := r.Scan(&m.ID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &m.LastReadAt, &payload, &headers, &m.VisibleSince, &m.Table)
 	m.Payload, m.Headers = payload, headers
 	return m, err
 }

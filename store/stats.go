@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // LatencyBuckets is the length of StatsDelta.LatencyBuckets: bucket 0 counts
@@ -15,8 +18,14 @@ const LatencyBuckets = 26
 // StatsDelta is what a worker counted for one queue, kind and minute since
 // its last flush.
 type StatsDelta struct {
-	Minute         time.Time
-	Queue          string
+	Minute time.Time
+	Queue  string
+	// Table is the object id of the table the counted messages were read
+	// from (Message.Table), or 0. When set, the counts are written only
+	// while that table exists: those of a queue dropped since they were
+	// counted are left out, even once a queue is made again under its
+	// name, which ran none of them.
+	Table          uint32
 	Kind           string
 	Succeeded      int64
 	Failed         int64
@@ -27,6 +36,21 @@ type StatsDelta struct {
 	LatencyCount   int64
 	LatencySumMS   float64
 	LatencyBuckets [LatencyBuckets]int64
+}
+
+// Add adds the counts of o to d's.
+func (d *StatsDelta) Add(o StatsDelta) {
+	d.Succeeded += o.Succeeded
+	d.Failed += o.Failed
+	d.Retried += o.Retried
+	d.DeadLettered += o.DeadLettered
+	d.Discarded += o.Discarded
+	d.Snoozed += o.Snoozed
+	d.LatencyCount += o.LatencyCount
+	d.LatencySumMS += o.LatencySumMS
+	for i := range d.LatencyBuckets {
+		d.LatencyBuckets[i] += o.LatencyBuckets[i]
+	}
 }
 
 // LatencyBucket returns the bucket of a latency.
@@ -40,12 +64,17 @@ func LatencyBucket(d time.Duration) int {
 	return b
 }
 
-// AddStats adds counters to the per-minute table in one statement. The
-// counters of a queue that does not exist are left out: those of a queue
-// dropped while its workers ran, counted before the drop and written
-// after it, would otherwise stay as the counts of a queue made again
-// under its name, which starts at zero.
+// AddStats adds counters to the per-minute table. The counters of a queue
+// that does not exist are left out, as are those whose Table no longer
+// exists: those of a queue dropped while its workers ran, counted before
+// the drop and written after it, would otherwise stay as the counts of a
+// queue made again under its name, which starts at zero. Deltas of one
+// queue, kind and minute are added up.
 func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
+	deltas, err := s.liveStats(ctx, deltas)
+	if err != nil {
+		return fmt.Errorf("store: add stats: %w", err)
+	}
 	if len(deltas) == 0 {
 		return nil
 	}
@@ -66,8 +95,8 @@ func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 		sums[i] = d.LatencySumMS
 		buckets[i] = pgArray(d.LatencyBuckets[:])
 	}
-	// Keys must be unique within one call: ON CONFLICT cannot touch a row twice.
-	_, err := s.db.Exec(ctx, `
+	// Keys are unique (liveStats): ON CONFLICT cannot touch a row twice.
+	_, err = s.db.Exec(ctx, `
 		INSERT INTO pgbus.stats_minute AS s (minute, queue_name, kind, succeeded, failed, retried, dead_lettered,
 			discarded, snoozed, latency_count, latency_sum_ms, latency_buckets)
 		SELECT t.minute, t.queue, t.kind, t.s, t.f, t.r, t.d, t.x, t.z, t.lc, t.ls, t.lb::bigint[]
@@ -93,6 +122,53 @@ func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 		return fmt.Errorf("store: add stats: %w", err)
 	}
 	return nil
+}
+
+// liveStats returns deltas without those whose Table no longer exists,
+// with the counts of one queue, kind and minute added up: a worker counts
+// them apart per table read (the levels of a queue with priorities).
+func (s *Store) liveStats(ctx context.Context, deltas []StatsDelta) ([]StatsDelta, error) {
+	var tables []int64
+	for _, d := range deltas {
+		if d.Table != 0 && !slices.Contains(tables, int64(d.Table)) {
+			tables = append(tables, int64(d.Table))
+		}
+	}
+	live := map[uint32]bool{}
+	if len(tables) > 0 {
+		rows, err := s.db.Query(ctx, `SELECT t FROM unnest($1::bigint[]) AS t
+			WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t::oid AND c.relnamespace = 'pgmq'::regnamespace)`, tables)
+		if err != nil {
+			return nil, err
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range found {
+			live[uint32(t)] = true
+		}
+	}
+	type key struct {
+		minute      int64
+		queue, kind string
+	}
+	at := map[key]int{}
+	out := make([]StatsDelta, 0, len(deltas))
+	for _, d := range deltas {
+		if d.Table != 0 && !live[d.Table] {
+			continue
+		}
+		d.Minute = d.Minute.UTC().Truncate(time.Minute)
+		k := key{d.Minute.Unix(), d.Queue, d.Kind}
+		if i, ok := at[k]; ok {
+			out[i].Add(d)
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // pgArray renders integers as a PostgreSQL array literal.
