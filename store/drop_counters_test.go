@@ -220,3 +220,88 @@ func TestCountersOfTheTablesReadAddUpAndThoseOfADroppedTableAreLeftOut(t *testin
 		})
 	}
 }
+
+// A flush of a worker's counts that runs while a drop of their queue
+// commits waits for the drop: it reads neither the queue nor its table as
+// they were before the drop, and so writes none of the dropped queue's
+// counts, which the drop, deleting the counters it saw, would leave to the
+// queue made again under the name. Here the drop waits, its tables
+// dropped, for a counter of its queue another transaction holds. Counts of
+// another queue written with them land.
+func TestCountsFlushedWhileTheirQueueIsDroppedAreLeftOut(t *testing.T) {
+	t.Parallel()
+	s, ctx := testStore(t), testContext(t)
+	q, kept := pgtest.NewQueue(t, s, "dropping"), pgtest.NewQueue(t, s, "kept")
+	if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`1`)}); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.Read(ctx, q, time.Minute, 1)
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("read of %s = %+v, %v; want one message", q, msgs, err)
+	}
+	// A counter an hour ahead, which the drop deletes in its transaction.
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded)
+		VALUES (date_trunc('minute', now()) + interval '1 hour', $1, '', 1)`, q); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.WithoutCancel(ctx)) })
+	var holder int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM pgbus.stats_minute WHERE queue_name = $1 FOR UPDATE`, q).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropQueue(ctx, q) }()
+	var dropper int
+	pgtest.Eventually(t, 30*time.Second, "the drop to wait for the counter held", func() bool {
+		return s.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
+			WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&dropper) == nil
+	})
+	minute := time.Now().UTC().Truncate(time.Minute)
+	flushed := make(chan error, 1)
+	go func() {
+		flushed <- s.AddStats(ctx, []store.StatsDelta{
+			{Minute: minute, Queue: q, Table: msgs[0].Table, Kind: "k", Succeeded: 20},
+			{Minute: minute, Queue: q, Kind: "k", Failed: 4},
+			{Minute: minute, Queue: kept, Kind: "k", Succeeded: 3},
+		})
+	}()
+	// The flush either wrote at once or waits for the drop.
+	var early error
+	returned := false
+	pgtest.Eventually(t, 30*time.Second, "the flush to end or wait for the drop", func() bool {
+		select {
+		case early = <-flushed:
+			returned = true
+			return true
+		default:
+		}
+		return pgtest.Int(t, s, `SELECT count(*)::int FROM pg_stat_activity
+			WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid))`, dropper) > 0
+	})
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-dropped; err != nil {
+		t.Fatalf("drop: %v", err)
+	}
+	if !returned {
+		early = <-flushed
+	}
+	if early != nil {
+		t.Fatalf("flush: %v", early)
+	}
+	pgtest.CreateQueue(t, s, q)
+	sum := func(queue string) int {
+		return pgtest.Int(t, s, `SELECT coalesce(sum(succeeded + failed), 0)::int FROM pgbus.stats_minute WHERE queue_name = $1`, queue)
+	}
+	if n := sum(q); n != 0 {
+		t.Errorf("the queue made again after its drop shows %d outcomes flushed for the dropped one while it was dropped, want 0", n)
+	}
+	if n := sum(kept); n != 3 {
+		t.Errorf("a queue that exists shows %d outcomes, want the 3 flushed", n)
+	}
+}

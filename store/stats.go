@@ -68,16 +68,43 @@ func LatencyBucket(d time.Duration) int {
 // that does not exist are left out, as are those whose Table no longer
 // exists: those of a queue dropped while its workers ran, counted before
 // the drop and written after it, would otherwise stay as the counts of a
-// queue made again under its name, which starts at zero. Deltas of one
-// queue, kind and minute are added up.
+// queue made again under its name, which starts at zero. A drop of one of
+// the queues under way waits for the write, or the write for the drop,
+// which then left out its counts: the drop deletes the counters it finds.
+// Deltas of one queue, kind and minute are added up.
 func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
-	deltas, err := s.liveStats(ctx, deltas)
-	if err != nil {
-		return fmt.Errorf("store: add stats: %w", err)
-	}
 	if len(deltas) == 0 {
 		return nil
 	}
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		// The locks a drop of each queue takes (lockNames), shared, in
+		// the order of names, a queue's before its levels', as a drop
+		// takes them: READ COMMITTED, the statements after them see a
+		// drop that committed meanwhile.
+		names := make([]string, 0, len(deltas))
+		for _, d := range deltas {
+			names = append(names, d.Queue)
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtext('pgbus.queue:' || n)) FROM unnest($1::text[]) AS n`, names); err != nil {
+			return err
+		}
+		live, err := liveStats(ctx, tx, deltas)
+		if err != nil || len(live) == 0 {
+			return err
+		}
+		return insertStats(ctx, tx, live)
+	})
+	if err != nil {
+		return fmt.Errorf("store: add stats: %w", err)
+	}
+	return nil
+}
+
+// insertStats adds deltas, whose keys are unique, to the per-minute table
+// in one statement, but for those of queues that do not exist.
+func insertStats(ctx context.Context, tx pgx.Tx, deltas []StatsDelta) error {
 	n := len(deltas)
 	minutes := make([]time.Time, n)
 	queues, kinds := make([]string, n), make([]string, n)
@@ -96,7 +123,7 @@ func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 		buckets[i] = pgArray(d.LatencyBuckets[:])
 	}
 	// Keys are unique (liveStats): ON CONFLICT cannot touch a row twice.
-	_, err = s.db.Exec(ctx, `
+	_, err := tx.Exec(ctx, `
 		INSERT INTO pgbus.stats_minute AS s (minute, queue_name, kind, succeeded, failed, retried, dead_lettered,
 			discarded, snoozed, latency_count, latency_sum_ms, latency_buckets)
 		SELECT t.minute, t.queue, t.kind, t.s, t.f, t.r, t.d, t.x, t.z, t.lc, t.ls, t.lb::bigint[]
@@ -118,16 +145,13 @@ func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 				SELECT array_agg(coalesce(a, 0) + coalesce(b, 0) ORDER BY i)
 				FROM unnest(s.latency_buckets, excluded.latency_buckets) WITH ORDINALITY AS u(a, b, i))`,
 		minutes, queues, kinds, counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], sums, buckets)
-	if err != nil {
-		return fmt.Errorf("store: add stats: %w", err)
-	}
-	return nil
+	return err
 }
 
 // liveStats returns deltas without those whose Table no longer exists,
 // with the counts of one queue, kind and minute added up: a worker counts
 // them apart per table read (the levels of a queue with priorities).
-func (s *Store) liveStats(ctx context.Context, deltas []StatsDelta) ([]StatsDelta, error) {
+func liveStats(ctx context.Context, tx pgx.Tx, deltas []StatsDelta) ([]StatsDelta, error) {
 	var tables []int64
 	for _, d := range deltas {
 		if d.Table != 0 && !slices.Contains(tables, int64(d.Table)) {
@@ -136,7 +160,7 @@ func (s *Store) liveStats(ctx context.Context, deltas []StatsDelta) ([]StatsDelt
 	}
 	live := map[uint32]bool{}
 	if len(tables) > 0 {
-		rows, err := s.db.Query(ctx, `SELECT t FROM unnest($1::bigint[]) AS t
+		rows, err := tx.Query(ctx, `SELECT t FROM unnest($1::bigint[]) AS t
 			WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = t::oid AND c.relnamespace = 'pgmq'::regnamespace)`, tables)
 		if err != nil {
 			return nil, err
