@@ -67,8 +67,8 @@ type Message struct {
 	VisibleSince time.Time       `json:"-"`
 	Payload      json.RawMessage `json:"message"`
 	Headers      json.RawMessage `json:"headers"`
-	// Table, set by a worker's read, is the object id of the table the
-	// message was read from: a queue dropped and made again under its name
+	// Table, set by reads (Read, and a worker's), is the object id of the
+	// table the message was read from: a queue dropped and made again under its name
 	// has new tables, so it tells the queue read from apart from one made
 	// since (StatsDelta.Table).
 	Table uint32 `json:"-"`
