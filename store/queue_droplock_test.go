@@ -227,3 +227,81 @@ func TestCreateQueueWithSettingsRefusesBadInput(t *testing.T) {
 		t.Errorf("queue %s after refused creates: exists %v (%v); want none", name, ok, err)
 	}
 }
+
+// TestDropCancelledByItsCaller: a drop whose caller cancels it while no
+// session holds its tables (its try is on its way to the server) ends
+// with the caller's cancel, not with a TablesHeldError that blames other
+// sessions; one cancelled after a try given up for another session
+// holding its DLQ is a TablesHeldError, which wraps the cancel. The queue
+// stays either way.
+func TestDropCancelledByItsCaller(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	drop := func(via *store.Store, q string) (cancel func(), dropped <-chan error) {
+		dropCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- via.DropQueue(dropCtx, q) }()
+		t.Cleanup(cancel)
+		return cancel, done
+	}
+	kept := func(q string) {
+		t.Helper()
+		if ok, err := s.QueueExists(ctx, q); err != nil || !ok {
+			t.Errorf("queue %s after its drop was cancelled: exists %v (%v); want it kept", q, ok, err)
+		}
+	}
+
+	t.Run("nothing held", func(t *testing.T) {
+		proxy := pgtest.NewFreezingProxy(t, pgtest.URL(t))
+		via := pgtest.OpenStore(t, proxy.URL())
+		q := pgtest.NewQueue(t, s, "dropcancel")
+		held, release := proxy.HoldWhenSent("IN ACCESS EXCLUSIVE MODE")
+		t.Cleanup(release)
+		cancel, dropped := drop(via, q)
+		select {
+		case <-held:
+		case err := <-dropped:
+			t.Fatalf("the drop ended before its try reached the server: %v", err)
+		}
+		cancel()
+		err := <-dropped
+		if _, ok := errors.AsType[*store.TablesHeldError](err); ok {
+			t.Fatalf("a drop cancelled by its caller while no session held its tables: %v; want the caller's cancel, not a TablesHeldError", err)
+		}
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), q) {
+			t.Fatalf("a drop cancelled by its caller: %v; want it to wrap context.Canceled and name queue %s", err, q)
+		}
+		kept(q)
+	})
+
+	t.Run("tables held", func(t *testing.T) {
+		q := pgtest.NewQueue(t, s, "dropcancel")
+		holder, _ := holdDLQ(t, s, q)
+		cancel, dropped := drop(s, q)
+		// Two waits of the drop for the DLQ, begun at different times: a
+		// try was given up for the holder, and another began.
+		var first time.Time
+		pgtest.Eventually(t, time.Minute, "a second try of the drop to wait for the DLQ", func() bool {
+			var since []time.Time
+			if err := s.Pool().QueryRow(ctx, `SELECT coalesce(array_agg(waitstart), '{}') FROM pg_locks WHERE NOT granted AND mode = 'AccessExclusiveLock'
+				AND relation = to_regclass($1) AND pid <> $2 AND waitstart IS NOT NULL`, pgx.Identifier{"pgmq", "q_" + q + "_dlq"}.Sanitize(), holder).Scan(&since); err != nil {
+				t.Fatal(err)
+			}
+			if len(since) == 0 {
+				return false
+			}
+			if first.IsZero() {
+				first = since[0]
+			}
+			return !since[0].Equal(first)
+		})
+		cancel()
+		err := <-dropped
+		held, ok := errors.AsType[*store.TablesHeldError](err)
+		if !ok || held.Queue != q || !errors.Is(err, context.Canceled) {
+			t.Fatalf("a drop cancelled while another session held its DLQ: %v; want a TablesHeldError of queue %s wrapping context.Canceled", err, q)
+		}
+		kept(q)
+	})
+}
