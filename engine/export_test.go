@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // HoldHeartbeat makes the visibility heartbeat of a client made with cfg
@@ -46,3 +48,10 @@ func LimitAdvice(err error, role string) string { return limitAdvice(err, role) 
 
 // RunRetention runs one retention pass of c, as its loop does.
 func RunRetention(ctx context.Context, c *Client) error { return c.retention(ctx) }
+
+// RefreshSettings reads the settings of every queue for c, as its periodic
+// refresh and a worker whose dropped queue is back do.
+func RefreshSettings(ctx context.Context, c *Client) error { return c.refreshSettings(ctx) }
+
+// SettingsOf returns the settings c works queue with now.
+func SettingsOf(c *Client, queue string) store.QueueSettings { return c.settingsFor(queue) }

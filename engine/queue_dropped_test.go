@@ -106,3 +106,42 @@ func TestQueueMadeAgainIsWorkedWithItsNewSettings(t *testing.T) {
 		t.Errorf("the message of the queue made again with max_retries 1 ran %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// Of two reads of the queue settings, the one begun first, whose answer
+// comes back after the other stored newer settings, stores nothing: the
+// periodic refresh, begun before a worker read its queue made again, put
+// back the settings it read before (or the defaults, read while the queue
+// was gone) over the new ones until its next turn.
+func TestSettingsReadBegunFirstDoesNotOverwriteALaterOne(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t) // the answer holds the settings of this test's queue alone
+	owner := pgtest.OpenStore(t, url)
+	q := newQueue(t, owner, func(qs *store.QueueSettings) { qs.MaxRetries = 3 })
+	proxy := pgtest.NewFreezingProxy(t, url)
+	c := pgtest.NewClient(t, pgtest.OpenStore(t, proxy.URL()), q, nil)
+
+	held, release := proxy.HoldWhenReceived(q)
+	t.Cleanup(release)
+	first := make(chan error, 1)
+	go func() { first <- engine.RefreshSettings(ctx, c) }()
+	select {
+	case <-held: // read, with max_retries 3, and its answer on its way
+	case err := <-first:
+		t.Fatalf("the first read of the settings ended before its answer was held: %v", err)
+	}
+	pgtest.SetFastSettings(t, owner, q, func(qs *store.QueueSettings) { qs.MaxRetries = 7 })
+	if err := engine.RefreshSettings(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if got := engine.SettingsOf(c, q).MaxRetries; got != 7 {
+		t.Fatalf("max_retries after the later read: %d, want 7", got)
+	}
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if got := engine.SettingsOf(c, q).MaxRetries; got != 7 {
+		t.Errorf("max_retries once the read begun first came back: %d, want the 7 the later read stored, not the 3 it read before", got)
+	}
+}

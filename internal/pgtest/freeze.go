@@ -39,6 +39,11 @@ type FreezingProxy struct {
 	// they are held.
 	holdMarker   []byte
 	held, unheld chan struct{}
+	// replyMarker, when set, holds the first bytes the server sends that
+	// hold it until their release (HoldWhenReceived); replyHeld is
+	// closed once they are held.
+	replyMarker            []byte
+	replyHeld, replyUnheld chan struct{}
 }
 
 // proxied is one client connection and its server connection.
@@ -179,6 +184,34 @@ func (p *FreezingProxy) holdFor(b []byte) chan struct{} {
 	return p.unheld
 }
 
+// HoldWhenReceived has the proxy hold the first bytes the server sends
+// that hold marker, before they reach the client, until release is
+// called: an answer the server gave, late on its way back, as a busy
+// client or a slow path makes it. held is closed once they are held. It
+// holds once.
+func (p *FreezingProxy) HoldWhenReceived(marker string) (held <-chan struct{}, release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.replyMarker, p.replyHeld, p.replyUnheld = []byte(marker), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	unheld := p.replyUnheld
+	return p.replyHeld, func() { once.Do(func() { close(unheld) }) }
+}
+
+// replyHoldFor returns what to wait on before b, sent by the server, goes
+// on: the release of HoldWhenReceived if b holds its marker, which it then
+// forgets, or else nil.
+func (p *FreezingProxy) replyHoldFor(b []byte) chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.replyMarker) == 0 || !bytes.Contains(b, p.replyMarker) {
+		return nil
+	}
+	p.replyMarker = nil
+	close(p.replyHeld)
+	return p.replyUnheld
+}
+
 func (p *FreezingProxy) accept() {
 	for {
 		client, err := p.ln.Accept()
@@ -221,6 +254,8 @@ func (c *proxied) carry(dst, src net.Conn) {
 			if unheld := c.p.holdFor(buf[:n]); unheld != nil {
 				<-unheld
 			}
+		} else if unheld := c.p.replyHoldFor(buf[:n]); unheld != nil {
+			<-unheld
 		}
 		frozen, werr := c.forward(dst, buf[:n])
 		if werr != nil {
