@@ -249,3 +249,33 @@ func TestMakingTheDLQAgainPastItsBoundIsSaidSo(t *testing.T) {
 		t.Errorf("%d messages in the queue, want the one to dead-letter kept", n)
 	}
 }
+
+// An outage while a worker makes its queue's dropped DLQ again (here its
+// session is ended as the server's restart ends it) is logged as a
+// warning that the database could not be reached: not as an ERROR blaming
+// the role's privileges, nor as a create that ran past its time. The
+// message to dead-letter stays in the queue.
+func TestOutageWhileMakingTheDLQAgainIsSaidSo(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OwnStore(t) // the lock's holder and its waiter take two connections
+	q := newQueue(t, s, nil)
+	logs, stop, release, waiter := restoreHeldUp(t, s, q)
+	var ended bool
+	if err := s.Pool().QueryRow(testContext(t), `SELECT pg_terminate_backend($1)`, waiter).Scan(&ended); err != nil || !ended {
+		t.Fatalf("end the session of the DLQ's create, pid %d: %v, %v", waiter, ended, err)
+	}
+	const unreachable = "the database could not be reached to make it again"
+	pgtest.Eventually(t, time.Minute, "the worker to give up making the DLQ again", func() bool {
+		return strings.Contains(logs.String(), "level=ERROR") || strings.Contains(logs.String(), unreachable) ||
+			strings.Contains(logs.String(), "took longer than")
+	})
+	stop()
+	release()
+	if line := logLine(logs, unreachable); !strings.Contains(line, "level=WARN") || strings.Contains(logs.String(), "level=ERROR") ||
+		strings.Contains(logs.String(), "took longer than") {
+		t.Errorf("the DLQ's create's session ended; want a warning that the database could not be reached, and neither an ERROR nor a create past its time:\n%s", logs.String())
+	}
+	if n := pgtest.Live(t, s, q); n != 1 {
+		t.Errorf("%d messages in the queue, want the one to dead-letter kept", n)
+	}
+}
