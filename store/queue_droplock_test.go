@@ -305,3 +305,113 @@ func TestDropCancelledByItsCaller(t *testing.T) {
 		kept(q)
 	})
 }
+
+// letGoInTurn, made in a session's pg_temp, holds each of tables (ACCESS
+// SHARE, as a read does) in a subtransaction of its own, all at once, then
+// lets them go one by one in their order, each pause seconds after a
+// session came to wait for it: a drop that takes them all in one
+// statement waits for each in turn, each wait shorter than its lock
+// bound.
+const letGoInTurn = `CREATE FUNCTION pg_temp.let_go_in_turn(tables text[], pause float8) RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+	n int := cardinality(tables);
+BEGIN
+	IF n = 0 THEN
+		RETURN;
+	END IF;
+	BEGIN
+		EXECUTE 'LOCK TABLE ' || tables[n] || ' IN ACCESS SHARE MODE';
+		PERFORM pg_temp.let_go_in_turn(tables[1:n-1], pause);
+		WHILE NOT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND relation = to_regclass(tables[n])
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) LOOP
+			PERFORM pg_sleep(0.002);
+		END LOOP;
+		PERFORM pg_sleep(pause);
+		RAISE EXCEPTION 'let go of %', tables[n]; -- rolls back the block, and its lock with it
+	EXCEPTION WHEN raise_exception THEN
+		NULL;
+	END;
+END
+$f$`
+
+// TestDropTryIsBoundedAsAWhole: a drop's try waits for the tables of a
+// queue of ten priority levels in one LOCK TABLE, which takes them in
+// turn; here other sessions hold each of them and let it go a little
+// under the try's bound after the drop came to wait for it. The try is
+// bounded as a whole: it never waits, holding the tables it took, for
+// longer than a few tries, where bounding each lock wait alone let it wait
+// for the sum of the waits, over a second, while every read of the tables
+// it held waited behind it. The drop still ends dropping the queue.
+func TestDropTryIsBoundedAsAWhole(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := uniqueName("dropwhole")
+	if err := s.CreatePriorityQueue(ctx, q, 10); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), q) })
+	var tables []string // in the order the drop takes them
+	for i := range 10 {
+		tables = append(tables, pgx.Identifier{"pgmq", "q_" + store.PriorityQueueName(q, i)}.Sanitize(), pgx.Identifier{"pgmq", "a_" + store.PriorityQueueName(q, i)}.Sanitize())
+	}
+	tables = append(tables, pgx.Identifier{"pgmq", "q_" + store.DLQName(q)}.Sanitize(), pgx.Identifier{"pgmq", "a_" + store.DLQName(q)}.Sanitize())
+
+	holder := connect(t, pgtest.URL(t), "")
+	var holderPID int
+	if err := holder.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holderPID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.Exec(ctx, letGoInTurn); err != nil {
+		t.Fatal(err)
+	}
+	holdCtx, stopHolding := context.WithCancel(ctx)
+	defer stopHolding()
+	letGo := make(chan error, 1)
+	go func() {
+		_, err := holder.Exec(holdCtx, `SELECT pg_temp.let_go_in_turn($1, 0.05)`, tables)
+		letGo <- err
+	}()
+	pgtest.Eventually(t, time.Minute, "another session to hold every table of the queue", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pg_locks WHERE pid = $1 AND granted AND relation = ANY(ARRAY(SELECT to_regclass(t) FROM unnest($2::text[]) t))`,
+			holderPID, tables) == len(tables)
+	})
+
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropQueue(ctx, q) }()
+	// The longest a try was seen waiting while it held a table of the
+	// queue: from the start of its statement to the start of the
+	// observation (now(), which comes before pg_stat_activity is read).
+	var longest time.Duration
+	for done := false; !done; {
+		var ms float64
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(max(extract(epoch FROM now() - a.query_start) * 1000), 0)
+			FROM pg_stat_activity a
+			WHERE a.datname = current_database() AND a.state = 'active' AND a.wait_event_type = 'Lock'
+			  AND a.query LIKE '%LOCK TABLE%' AND strpos(a.query, $1) > 0
+			  AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted AND l.mode = 'AccessExclusiveLock'
+				AND l.relation = ANY(ARRAY(SELECT to_regclass(t) FROM unnest($2::text[]) t)))`, q, tables).Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		longest = max(longest, time.Duration(ms*float64(time.Millisecond)))
+		select {
+		case err := <-dropped:
+			if err != nil {
+				t.Fatalf("the drop, once the other sessions let go: %v", err)
+			}
+			done = true
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := <-letGo; err != nil {
+		t.Fatalf("the sessions holding the tables: %v", err)
+	}
+	// A try is bounded at 100ms; the rest is room for a loaded machine.
+	if longest > 600*time.Millisecond {
+		t.Errorf("a try of the drop waited %s while it held some of the queue's tables; want it bounded as a whole, at a try", longest)
+	}
+	if ok, err := s.QueueExists(ctx, q); err != nil || ok {
+		t.Errorf("queue %s after its drop: exists %v (%v); want it dropped", q, ok, err)
+	}
+	t.Logf("longest wait of a try holding tables: %s", longest)
+}
