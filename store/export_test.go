@@ -158,3 +158,7 @@ func SetStatsPruneBatch(tb testing.TB, n int) {
 	statsPruneBatch = n
 	tb.Cleanup(func() { statsPruneBatch = old })
 }
+
+// DropLockTryMax is the longest a try of a queue drop waits for its
+// tables.
+const DropLockTryMax = dropLockTryMax
