@@ -189,7 +189,9 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 	if !p.at.IsZero() && time.Since(p.at) < probeCache {
 		return p.code, p.answer
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// The bound of a health check (ops.HealthCheckTimeout): a probe
+	// answers while the database is in trouble.
+	ctx, cancel := context.WithTimeout(ctx, ops.HealthCheckTimeout)
 	defer cancel()
 	// Overview lists every reason, where Health may leave some out to
 	// keep an agent's response short: one about this process's queues
@@ -243,17 +245,18 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 			// connection of its pool (as calls waiting for such a lock
 			// do): no restart or failover cures it, and the process goes
 			// on with what it can.
-			msg := "the health check took longer than 5s, though the database answers: it is overloaded, or a long statement holds a table"
+			msg := fmt.Sprintf("the health check took longer than %s, though the database answers: it is overloaded, or a long statement holds a table", ops.HealthCheckTimeout)
 			switch {
 			case busy != "" && heldBy != "":
-				msg = "the health check waited 5s, though the database answers a connection of its own: " + busy +
+				msg = fmt.Sprintf("the health check waited %s, though the database answers a connection of its own: ", ops.HealthCheckTimeout) + busy +
 					"; another session holds a lock on pgbus's or PGMQ's tables: " + heldBy
 			case busy != "":
-				msg = "the health check waited 5s, though the database answers a connection of its own: " + busy +
+				msg = fmt.Sprintf("the health check waited %s, though the database answers a connection of its own: ", ops.HealthCheckTimeout) + busy +
 					"; if it lasts, give the process a larger pool (pool_max_conns in the database URL)"
 			case heldBy != "":
 				// Its reads wait for a lock at most their own bound
-				// (ops.Options.ReadLockWait), shorter than these 5s.
+				// (ops.Options.ReadLockWait), shorter than
+				// ops.HealthCheckTimeout.
 				msg = "the health check waited for a lock another session holds on pgbus's or PGMQ's tables: " + heldBy
 			}
 			p.code, p.answer = http.StatusOK, Readiness{Ready: true, Status: ops.HealthDegraded, Reasons: []ReadyReason{{Status: ops.HealthDegraded,

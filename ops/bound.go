@@ -20,6 +20,18 @@ type callBound struct {
 	// lockWait bounds each wait of a read for a lock
 	// (Options.ReadLockWait, store.WithLockWait); 0 for none.
 	lockWait time.Duration
+	// health marks the bound of a health check (HealthCheckTimeout),
+	// shorter than the call timeout: its errors say so, and what to
+	// check.
+	health bool
+}
+
+// name says what limit is, for the errors of a call it gave up.
+func (b *callBound) name() string {
+	if b.health {
+		return "the health check's own bound"
+	}
+	return "database call timeout"
 }
 
 type callBoundKey struct{}
@@ -40,10 +52,40 @@ type callBoundKey struct{}
 // the whole bound, and a few pages or an agent's parallel calls would
 // hold every connection of the pool the workers share (lockWaitError).
 func (s *Service) bound(ctx context.Context, e effect) (context.Context, context.CancelFunc) {
+	return s.boundBy(ctx, e, &callBound{outer: ctx, limit: s.opts.DatabaseCallTimeout})
+}
+
+// HealthCheckTimeout bounds the database work of a health check
+// (Service.HealthOrSlow, Service.HealthOrUnreachable) where it is shorter
+// than Options.DatabaseCallTimeout. A health check is asked for when
+// something is wrong, and must answer then: a statement that reaches no
+// server that answers it (PostgreSQL gone down behind PgBouncer, sent
+// before PgBouncer's first failed connect; a paused PgBouncer; a frozen
+// server or network path) would otherwise hold it for the whole call
+// timeout, 30s by default. Its reads take milliseconds on a healthy
+// database; 5s is the bound /readyz gives the same reads before it calls
+// the check slow, and leaves a busy database room to answer. Past it the
+// check asks a new connection, within a few more seconds, whether the
+// database answers at all: one that does is a slow check (DEGRADED,
+// health_check_slow), one that does not an outage (UNREACHABLE).
+const HealthCheckTimeout = 5 * time.Second
+
+// healthBound is bound for a health check: its reads bounded by
+// HealthCheckTimeout, or by the call timeout when that is shorter.
+func (s *Service) healthBound(ctx context.Context) (context.Context, context.CancelFunc) {
+	b := &callBound{outer: ctx, limit: s.opts.DatabaseCallTimeout}
+	if HealthCheckTimeout < b.limit {
+		b.limit, b.health = HealthCheckTimeout, true
+	}
+	return s.boundBy(ctx, reads, b)
+}
+
+// boundBy is bound with the bound b: a call made inside another keeps the
+// outer call's bound.
+func (s *Service) boundBy(ctx context.Context, e effect, b *callBound) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Value(callBoundKey{}).(*callBound); ok {
 		return ctx, func() {}
 	}
-	b := &callBound{outer: ctx, limit: s.opts.DatabaseCallTimeout}
 	ctx = context.WithValue(ctx, callBoundKey{}, b)
 	if e == reads {
 		if w := s.opts.ReadLockWait; w > 0 && w < b.limit {
@@ -109,32 +151,46 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	if partial != nil {
 		inner = *partial
 	}
-	what := fmt.Sprintf("the database did not answer within %s (database call timeout), so the call was given up and its connections closed: "+
-		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", b.limit, inner)
+	name := b.name()
+	what := fmt.Sprintf("the database did not answer within %s (%s), so the call was given up and its connections closed: "+
+		"a failover, a frozen server or a cut network path leaves connections open but silent, and a database this slow when healthy needs a longer timeout (%v)", b.limit, name, inner)
 	again := "the next call connects afresh: try it again once the database answers"
+	if b.health {
+		what = fmt.Sprintf("the database did not answer the health check within %s (%s, shorter than the call timeout of %s so that it answers while the database is in trouble), so the check was given up and its connections closed: "+
+			"PostgreSQL is down, restarting or frozen, or a network path or a connection pooler (PgBouncer) in front of it holds the statements unanswered (%v)", b.limit, name, s.opts.DatabaseCallTimeout, inner)
+		again = "check that PostgreSQL is up and answers; behind PgBouncer, check on its admin console that the database is not paused and that clients do not wait for a server connection (SHOW POOLS: cl_waiting), " +
+			"and its log for failed connections to PostgreSQL; then check again: the next check connects afresh"
+	}
 	hints := []Hint{hint(OpHealth, "says whether the database answers again")}
 	var slow error // the database answers: what the call waited for instead
 	switch heldBy, end, answered := s.lockHolders(b); {
 	case heldBy != "":
-		what = fmt.Sprintf("the call waited %s (database call timeout) for a lock another session holds on pgbus's tables, and was given up: %s (%v)", b.limit, heldBy, inner)
+		what = fmt.Sprintf("the call waited %s (%s) for a lock another session holds on pgbus's tables, and was given up: %s (%v)", b.limit, name, heldBy, inner)
 		if busy {
-			what = fmt.Sprintf("the call waited %s (database call timeout) for a lock another session holds on pgbus's tables, or for a connection while %s, "+
-				"and was given up: %s (%v)", b.limit, poolBusy(size, "were", "calls that wait for that lock hold theirs until it goes or their own timeout passes"), heldBy, inner)
+			what = fmt.Sprintf("the call waited %s (%s) for a lock another session holds on pgbus's tables, or for a connection while %s, "+
+				"and was given up: %s (%v)", b.limit, name, poolBusy(size, "were", "calls that wait for that lock hold theirs until it goes or their own timeout passes"), heldBy, inner)
 		}
 		again = "try it again once that session ends its transaction; if it is stuck, end it: " + end
 		hints, slow = nil, errLockWait
 	case answered && busy:
 		// Every connection of the pool was taken by other calls, which
 		// a new connection, answered at once, shows are no outage.
-		what = fmt.Sprintf("the call waited %s (database call timeout) for a connection and was given up, though a new connection is answered at once: %s (%v)",
-			b.limit, poolBusy(size, "were", "long calls, or ones a busy database answers slowly, hold them"), inner)
+		what = fmt.Sprintf("the call waited %s (%s) for a connection and was given up, though a new connection is answered at once: %s (%v)",
+			b.limit, name, poolBusy(size, "were", "long calls, or ones a busy database answers slowly, hold them"), inner)
 		again = "try it again once fewer calls run at once, or give the process a larger pool"
 		hints, slow = nil, errPoolBusy
+	case answered && b.health:
+		// The check is slower than its bound on a database that answers:
+		// overloaded, or its reads slowed by a long statement.
+		what = fmt.Sprintf("the health check did not finish within %s (%s), though a new connection is answered at once: "+
+			"the database is overloaded, or a long statement slows the check's reads (%v)", b.limit, name, inner)
+		again = "check again in a moment; if it lasts, see what loads the database (pg_stat_activity)"
+		hints, slow = nil, errCheckSlow
 	case answered:
 		// A new connection got its answer at once: the call's own
 		// connection was cut, or the call is too big for the bound.
-		what = fmt.Sprintf("the database did not answer within %s (database call timeout), so the call was given up and its connections closed, though a new connection is answered at once: "+
-			"either the call's connection was cut (a failover, a frozen network path), or the call takes longer than that on this much data, which needs a narrower request or a longer timeout (%v)", b.limit, inner)
+		what = fmt.Sprintf("the database did not answer within %s (%s), so the call was given up and its connections closed, though a new connection is answered at once: "+
+			"either the call's connection was cut (a failover, a frozen network path), or the call takes longer than that on this much data, which needs a narrower request or a longer timeout (%v)", b.limit, name, inner)
 		again = "the next call connects afresh: try it again, narrowed if it is a big one"
 	}
 	if partial != nil {
@@ -209,6 +265,11 @@ func poolBusy(size int, verb, why string) string {
 // was answered at once: the database answers, and the calls holding the
 // pool are what to wait for.
 var errPoolBusy = errors.New("waited for a connection of the pool")
+
+// errCheckSlow is joined to the error of a health check given up at its
+// own bound (HealthCheckTimeout) while a new connection was answered at
+// once: the database answers, slowly.
+var errCheckSlow = errors.New("the health check was slow")
 
 // errLockWait is joined to the error of a call given up while it waited
 // for a lock another session holds: the database answers, and that

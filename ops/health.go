@@ -207,7 +207,8 @@ func (r HealthReason) same(o HealthReason) bool { return r.key() == o.key() }
 // caller to guess whether pgbus or the database is at fault. A database
 // where another session's lock kept the check from reading its tables in
 // time is DEGRADED instead, its one reason health_check_slow naming the
-// session. Other errors stay errors, but while the workers this process
+// session. It answers within HealthCheckTimeout and a few seconds more,
+// whatever the call timeout (HealthOrSlow). Other errors stay errors, but while the workers this process
 // runs are stopped (workers_stopped, which either verdict lists too).
 func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 	h, err := s.HealthOrSlow(ctx)
@@ -239,11 +240,21 @@ func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 // this process runs are stopped on an error, any other error of the check
 // is the verdict STALLED with their reason workers_stopped, the error in
 // its notes: that reason is known without the read, which often failed
-// for the same cause.
+// for the same cause. Its database work is bounded by HealthCheckTimeout
+// rather than the call timeout, when that is shorter: a database that
+// does not answer within it fails as ErrUnavailable saying so and what to
+// check, and one that answers a new connection at once, though the check
+// took longer, is DEGRADED, health_check_slow.
 func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
+	outer := ctx
+	if s.usable(ctx, "HealthOrSlow") == nil {
+		var end context.CancelFunc
+		ctx, end = s.healthBound(ctx)
+		defer end()
+	}
 	h, err := s.Health(ctx)
 	if err != nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) {
-		if _, stopped := s.StoppedWorkers(); stopped && ctx.Err() == nil {
+		if _, stopped := s.StoppedWorkers(); stopped && outer.Err() == nil {
 			// The verdict that matters most is known without the read
 			// that failed, which often failed for the same cause.
 			msg, _ := RedactText(err.Error())
@@ -253,13 +264,17 @@ func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 			return h, nil
 		}
 	}
-	if err == nil || !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) {
+	if err == nil || !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) && !errors.Is(err, errCheckSlow) {
 		return h, err
 	}
 	msg, _ := RedactText("the health check could not read the tables in time: " + err.Error())
 	again := "check again once that session ends: the verdict on the queues comes back once the tables can be read"
-	if !errors.Is(err, errLockWait) {
+	switch {
+	case errors.Is(err, errLockWait):
+	case errors.Is(err, errPoolBusy):
 		again = "check again once fewer calls hold the pool's connections: the verdict on the queues comes back once the check gets one"
+	default:
+		again = "check again in a moment: the verdict on the queues comes back once the database reads them within the check's bound"
 	}
 	h = Health{Status: HealthDegraded, CheckedAt: s.now().UTC(), Payloads: s.PayloadPolicy(),
 		Reasons: []HealthReason{{Status: HealthDegraded, Code: "health_check_slow", Message: msg,
