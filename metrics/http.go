@@ -263,8 +263,14 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 				Code: "health_check_slow", Message: msg}}}
 			return p.code, p.answer
 		}
+		// What to check, as the health check says it, without the error,
+		// which names the database's user, host and port.
+		advice := ops.DatabaseAdvice(err)
+		if advice == "" {
+			advice = "check that PostgreSQL runs and the connection settings"
+		}
 		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
-			Code: "database_unreachable", Message: "the database did not answer the health check (the process's log has its error); check that PostgreSQL runs and the connection settings"}}}
+			Code: "database_unreachable", Message: "the database did not answer the health check (the process's log has its error); " + advice}}}
 		return p.code, p.answer
 	}
 	p.warned.OK()

@@ -70,6 +70,11 @@ func (s *Service) bound(ctx context.Context, e effect) (context.Context, context
 // health_check_slow), one that does not an outage (UNREACHABLE).
 const HealthCheckTimeout = 5 * time.Second
 
+// unansweredAdvice is what to check about a database that did not answer
+// a health check in time.
+const unansweredAdvice = "check that PostgreSQL is up and answers; behind PgBouncer, check on its admin console that the database is not paused and that clients do not wait for a server connection (SHOW POOLS: cl_waiting), " +
+	"and its log for failed connections to PostgreSQL"
+
 // healthBound is bound for a health check: its reads bounded by
 // HealthCheckTimeout, or by the call timeout when that is shorter.
 func (s *Service) healthBound(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -158,8 +163,7 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	if b.health {
 		what = fmt.Sprintf("the database did not answer the health check within %s (%s, shorter than the call timeout of %s so that it answers while the database is in trouble), so the check was given up and its connections closed: "+
 			"PostgreSQL is down, restarting or frozen, or a network path or a connection pooler (PgBouncer) in front of it holds the statements unanswered (%v)", b.limit, name, s.opts.DatabaseCallTimeout, inner)
-		again = "check that PostgreSQL is up and answers; behind PgBouncer, check on its admin console that the database is not paused and that clients do not wait for a server connection (SHOW POOLS: cl_waiting), " +
-			"and its log for failed connections to PostgreSQL; then check again: the next check connects afresh"
+		again = unansweredAdvice + "; then check again: the next check connects afresh"
 	}
 	hints := []Hint{hint(OpHealth, "says whether the database answers again")}
 	var slow error // the database answers: what the call waited for instead

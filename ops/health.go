@@ -216,6 +216,9 @@ func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 		return h, err
 	}
 	msg, _ := RedactText(err.Error())
+	if advice := DatabaseAdvice(err); advice != "" && !strings.Contains(msg, advice) {
+		msg += "; " + advice
+	}
 	next := []Hint{hint(OpHealth, "check again in a moment: the verdict on the queues comes back once the database answers")}
 	var held *Error
 	if !s.opts.Gate.Ready() && errors.As(err, &held) {
@@ -227,6 +230,25 @@ func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
 		Reasons: []HealthReason{{Status: HealthUnreachable, Code: "database_unreachable", Message: msg, Next: next}}}
 	s.withStoppedWorkers(&h)
 	return h, nil
+}
+
+// DatabaseAdvice says what to check about err, the error of an operation
+// on a database that could not be reached or used: the reason found, when
+// it says so (PgBouncer cannot reach PostgreSQL, or has no server
+// connection to give; a server that refuses this process), else, for a
+// database that gave no answer in time, PostgreSQL and PgBouncer's pools.
+// It is the advice HealthOrUnreachable's reason database_unreachable
+// gives with the error, in words that name no host, user or database, for
+// a front end that may not show the error itself (a probe served without
+// a token). It returns "" when err carries no such advice.
+func DatabaseAdvice(err error) string {
+	if advice := store.Advice(err); advice != "" {
+		return advice
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return unansweredAdvice
+	}
+	return ""
 }
 
 // HealthOrSlow is Health for a caller that reports a database that does

@@ -89,6 +89,26 @@ func poolGaveUp(err error) bool {
 	return errors.As(err, &p) || err != nil && strings.Contains(err.Error(), poolGaveUpText)
 }
 
+// Advice returns the advice the text of err, an error of the store,
+// ends with when the store recognized why the database could not be
+// reached or used: a connection that failed (Ping's), a connection
+// pooler (PgBouncer) that cannot reach PostgreSQL or has no server
+// connection to give, a pool whose every connection failed its check. It
+// names no host, user or database, unlike err, for a caller that may not
+// show err (a probe served without a token); "" when the store gave none.
+func Advice(err error) string {
+	var ce *connectError
+	switch {
+	case errors.As(err, &ce):
+		return connectAdvice(ce.err)
+	case bouncerAdvice(err) != "":
+		return bouncerAdvice(err)
+	case poolGaveUp(err):
+		return poolGaveUpError{}.Error()
+	}
+	return ""
+}
+
 // bouncerAdvice says what a FATAL error of PgBouncer's that it sends when
 // it has no server connection to give (PostgreSQL down, or every server
 // connection of the pool in use) means, "" for any other error. PgBouncer
