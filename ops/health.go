@@ -390,8 +390,16 @@ func (r OverviewRequest) Check() error {
 // that shows both: the queues are read once. Its lists are those the
 // request bounds, the worst first: the verdict's STALLED reasons, the
 // queues with dead messages or failures, then those with a backlog or a
-// pause.
+// pause. Like the health check, its database work is bounded by
+// HealthCheckTimeout where that is shorter than the call timeout.
 func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview, err error) {
+	if s.usable(ctx, "Overview") == nil {
+		// The health verdict of the pages and probes, asked for most when
+		// something is wrong: bounded as the health check is.
+		var endCheck context.CancelFunc
+		ctx, endCheck = s.healthBound(ctx)
+		defer endCheck()
+	}
 	ctx, end, err := s.enter(ctx, "Overview", reads)
 	if err != nil {
 		return Overview{}, err
