@@ -43,6 +43,9 @@ func Example_goAPI() {
 	check(err)
 
 	// The operations layer: every operation of the CLI and the MCP tools.
+	// The audit log records who called each one: name this program, else
+	// its calls are recorded as made by "unknown".
+	ctx = ops.WithClient(ctx, "example-service")
 	bus, err := ops.New(st, ops.Options{AllowPayloads: true})
 	check(err)
 	// Close writes the audit entries the database could not take yet.

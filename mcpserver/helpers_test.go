@@ -53,12 +53,16 @@ func deadLetter(t testing.TB, s *store.Store, queue string, payloads ...string) 
 }
 
 // deps returns the server's dependencies: an operations layer over s with
-// the given options (none: payloads hidden, writes allowed).
+// the given options (none: payloads hidden, writes allowed), knowing the
+// handlers of no queue, as pgbus serve without any in its configuration.
 func deps(t testing.TB, s *store.Store, o ...ops.Options) tools.Deps {
 	t.Helper()
 	var opts ops.Options
 	if len(o) > 0 {
 		opts = o[0]
+	}
+	if opts.Handlers == nil {
+		opts.Handlers = map[string]string{}
 	}
 	svc, err := ops.New(s, opts)
 	if err != nil {

@@ -83,19 +83,24 @@ func (q QueueWorkers) note() string {
 	return fmt.Sprintf("the worker process(es) that served queue %s shut down and none serves it now: its messages will not run until one is started", q.Queue)
 }
 
-// startHint is the next step for a queue no worker serves: starting one,
-// with the handler the queue is known to run with (Options.Handlers). For
-// a queue with no known handler the step says one is to be chosen, since
-// a worker refuses a queue without a handler.
-func (s *Service) startHint(q QueueWorkers) Hint {
+// startHints are the next steps for a queue no worker serves: starting
+// one, with the handler the queue is known to run with (Options.Handlers).
+// For a queue with no known handler the step says one is to be chosen,
+// since a worker refuses a queue without a handler. A service given no
+// Handlers runs in a program whose workers run handlers of its own code,
+// which only that program can start: there is no step to give.
+func (s *Service) startHints(q QueueWorkers) []Hint {
+	if s.opts.Handlers == nil {
+		return nil
+	}
 	switch handler := s.opts.Handlers[q.Queue]; handler {
 	case "":
-		return hint(OpWork, "start a worker, choosing its handler: demo, or exec or http set up in the configuration file",
-			"queue", q.Queue, WorkNeedsHandler, true)
+		return []Hint{hint(OpWork, "start a worker, choosing its handler: demo, or exec or http set up in the configuration file",
+			"queue", q.Queue, WorkNeedsHandler, true)}
 	case HandlerConfigured:
-		return hint(OpWork, "start a worker for the queue with the configuration's handler: no running worker serves it", "queue", q.Queue)
+		return []Hint{hint(OpWork, "start a worker for the queue with the configuration's handler: no running worker serves it", "queue", q.Queue)}
 	default:
-		return hint(OpWork, "start a worker for the queue: no running worker serves it", "queue", q.Queue, "handler", handler)
+		return []Hint{hint(OpWork, "start a worker for the queue: no running worker serves it", "queue", q.Queue, "handler", handler)}
 	}
 }
 
@@ -177,7 +182,7 @@ func (s *Service) noteRetryWorkers(ctx context.Context, r *DLQRetry) {
 	var starts []Hint
 	for _, c := range cov {
 		if !c.Served() {
-			starts = append(starts, s.startHint(c))
+			starts = append(starts, s.startHints(c)...)
 		}
 	}
 	if len(starts) > queuesNamed {

@@ -18,7 +18,7 @@ func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
 	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
-	svc := newService(t, s, ops.Options{})
+	svc := newService(t, s, ops.Options{Handlers: map[string]string{}}) // the command line's: its next steps start workers
 	q := newQueue(t, s, nil)
 	pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k"})
 	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}}); err != nil || r.Retried != 1 {
@@ -71,7 +71,7 @@ func TestRetryAndResumeSayWhetherWorkersServe(t *testing.T) {
 	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
-	svc := newService(t, s, ops.Options{})
+	svc := newService(t, s, ops.Options{Handlers: map[string]string{}}) // the command line's: its next steps start workers
 	q := newQueue(t, s, nil)
 	ids := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k"}, pgtest.DeadSpec{Kind: "k"})
 
@@ -165,7 +165,7 @@ func TestPlainQueueNamedLikeALevelIsNotServedByItsNamesake(t *testing.T) {
 	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
-	svc := newService(t, s, ops.Options{})
+	svc := newService(t, s, ops.Options{Handlers: map[string]string{}}) // the command line's: its next steps start workers
 	base := uniqueName("lvn")
 	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: base, Priorities: 2}); err != nil {
 		t.Fatal(err)

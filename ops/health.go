@@ -619,7 +619,7 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
 	case q.Visible+q.WaitingRetry > 0 && !cov.Served():
 		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s%s ready, %d waiting to retry; %s", q.Queue, about(q.Estimated), plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, cov.Note),
-			s.startHint(cov), hint(OpWorkers, "shows the processes seen lately"))
+			append(s.startHints(cov), hint(OpWorkers, "shows the processes seen lately"))...)
 		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
 	case q.Visible > 0 && oldest > s.opts.StallAfter && q.ThroughputPerMinute == 0:
 		h.add(HealthStalled, "backlog_not_draining", q.Queue, fmt.Sprintf("queue %q: the oldest ready message has waited %s%s and nothing settled in 5 minutes", q.Queue, oldest.Round(time.Second), atLevel(q)),

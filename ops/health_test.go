@@ -19,7 +19,7 @@ func TestHealth(t *testing.T) {
 	t.Parallel()
 	s := isolatedStore(t)
 	ctx := testContext(t)
-	svc := newService(t, s, ops.Options{})
+	svc := newService(t, s, ops.Options{Handlers: map[string]string{}}) // the command line's: its next steps start workers
 	h, err := svc.Health(ctx)
 	if err != nil || h.Status != ops.HealthOK || len(h.Reasons) != 0 || h.Queues != 0 {
 		t.Fatalf("empty system health = %+v, %v; want OK", h, err)

@@ -484,3 +484,39 @@ func TestQueueMessagesOfADroppedQueue(t *testing.T) {
 		t.Fatalf("messages of a queue that never was: %v; want not found, no word of a drop", err)
 	}
 }
+
+// A service given no Handlers serves a Go program that runs its own
+// workers, with handlers of its code that no command starts: no next step
+// starts a worker for a queue none serves (an OpWork step named the
+// command-line worker and its handler types), while the verdict still
+// says the queue is not served and points at the worker processes.
+func TestNoStartWorkerHintWithoutHandlers(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	svc := newService(t, s, ops.Options{})
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reasonOf(h, "no_workers", q)
+	if r == nil {
+		t.Fatalf("health of a queue with a ready message and no worker: %+v; want no_workers", h.Reasons)
+	}
+	resumed, err := svc.QueueResume(ctx, ops.QueueRequest{Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, next := range map[string][]ops.Hint{"health's no_workers": r.Next, "resume": resumed.Next} {
+		if slices.ContainsFunc(next, func(h ops.Hint) bool { return h.Op == ops.OpWork }) {
+			t.Errorf("%s of a Go program's queue: next %+v; want no step that starts a command-line worker", what, next)
+		}
+	}
+	if !slices.ContainsFunc(r.Next, func(h ops.Hint) bool { return h.Op == ops.OpWorkers }) {
+		t.Errorf("health's no_workers: next %+v; want the worker processes", r.Next)
+	}
+}

@@ -128,7 +128,10 @@ type Options struct {
 	// or HandlerConfigured when the configuration gives the queue its
 	// handler. A next step that starts a worker for a queue names it, so
 	// that the step runs as given; for a queue not here it says that a
-	// handler must be chosen (WorkNeedsHandler). Default: none.
+	// handler must be chosen (WorkNeedsHandler). Default: nil, for a Go
+	// program that runs its own workers with handlers of its code: only
+	// it can start them, so no next step starts a worker (OpWork); the
+	// reasons and notes still say which queues no worker serves.
 	Handlers map[string]string
 	// Gate, when set, holds every call while the process readies its
 	// database (see Gate): one that started while the database did not
@@ -274,7 +277,9 @@ const (
 // the command line.
 type Caller struct {
 	// Client is "cli", "dashboard", or "mcp:" and the name/version the MCP
-	// client declared on initialize (a claim nobody checked).
+	// client declared on initialize (a claim nobody checked); a Go
+	// program names itself (WithClient). The calls of a context that
+	// names none are recorded as made by "unknown".
 	Client string
 	// Transport is how the calls came in: TransportCLI, TransportStdio,
 	// TransportSSE or TransportHTTP; "" when the front end did not say.

@@ -123,6 +123,6 @@ func (s *Service) checkStoppedElsewhere(h *Health, ws Workers) {
 		ago := time.Duration(w.HeartbeatAgeSeconds * float64(time.Second)).Round(time.Second)
 		msg, _ := RedactText(fmt.Sprintf("queue %q: the worker process %s on %s, the last that served it, stopped on an error %s ago, and no running worker serves the queue: %s; mend the cause, then start its workers again: they do not start again on their own",
 			q, w.ID, w.Hostname, ago, shownStopError(w.StopError)))
-		h.add(HealthStalled, "workers_stopped", q, msg, hint(OpWorkers, "shows the worker processes, and which queues they serve"), s.startHint(cov))
+		h.add(HealthStalled, "workers_stopped", q, msg, append([]Hint{hint(OpWorkers, "shows the worker processes, and which queues they serve")}, s.startHints(cov)...)...)
 	}
 }

@@ -472,7 +472,7 @@ func (s *Service) setPaused(ctx context.Context, op, queue string, pause bool) (
 		// Without it the resume still stands: the note is left out.
 		out.Workers = &cov[0]
 		if !cov[0].Served() {
-			out.Next = append([]Hint{s.startHint(cov[0])}, out.Next...)
+			out.Next = append(s.startHints(cov[0]), out.Next...)
 		}
 	}
 	return out, nil

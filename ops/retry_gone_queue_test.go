@@ -84,7 +84,7 @@ func TestRetryIntoLevelsNamesTheQueueToWork(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
-	svc := newService(t, s, ops.Options{})
+	svc := newService(t, s, ops.Options{Handlers: map[string]string{}}) // the command line's: its next steps start workers
 	q := newLevelledQueue(t, s, svc)
 	for _, p := range []int{1, 2} {
 		level := store.PriorityQueueName(q, p)

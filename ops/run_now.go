@@ -113,7 +113,7 @@ func (s *Service) noteRunNowWorkers(ctx context.Context, out *QueueRunNow) {
 	if cov, err := s.queueCoverage(ctx, []string{out.Queue}); err == nil {
 		out.Workers = &cov[0]
 		if !cov[0].Served() {
-			out.Next = append([]Hint{s.startHint(cov[0])}, out.Next...)
+			out.Next = append(s.startHints(cov[0]), out.Next...)
 		}
 	}
 	logical := out.Queue

@@ -20,7 +20,7 @@ func TestQueueRunNow(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
-	svc := newService(t, s, ops.Options{})
+	svc := newService(t, s, ops.Options{Handlers: map[string]string{}}) // the command line's: its next steps start workers
 	q := newQueue(t, s, nil)
 	pgtest.Retrying(t, s, q)
 

@@ -51,9 +51,13 @@ type env struct {
 }
 
 // newDeps returns the tools' dependencies: an operations layer over st
-// with the given options.
+// with the given options, knowing the handlers of no queue unless they
+// say, as pgbus serve without any in its configuration.
 func newDeps(t testing.TB, st *store.Store, o ops.Options) tools.Deps {
 	t.Helper()
+	if o.Handlers == nil {
+		o.Handlers = map[string]string{}
+	}
 	svc, err := ops.New(st, o)
 	if err != nil {
 		t.Fatal(err)

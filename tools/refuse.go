@@ -98,7 +98,7 @@ func refusal(tool string, h ops.Hint) *mcp.CallToolResult {
 	if why != "" {
 		said += " (" + why + ")"
 	}
-	text, _ := ops.RedactText(tool + " is not available: this server is read-only (pgbus serve --read-only), and nothing was changed. Tell the user; an operator can run: " + said)
+	text, _ := ops.RedactText(tool + " is not available: this server is read-only, and nothing was changed. Tell the user; an operator can run: " + said)
 	return withErrorMeta(mcp.NewToolResultError(text), errorMeta{Kind: ops.KindReadOnly, Next: []nextCall{commandCall(command, refusedWhy(why))}})
 }
 
