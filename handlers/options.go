@@ -523,7 +523,8 @@ func output(source, text string, more, fromEnd bool) engine.Output {
 }
 
 // lastLines returns the last lines of text (from shownText): at most
-// maxLines lines and limit bytes, starting with "…" when it was cut. A
+// maxLines lines and limit bytes, starting with "…" when lines were left
+// out (whole lines, but for one too long for the limit alone). A
 // line longer than half the limit keeps its start only: one long line (a
 // dumped payload, a minified trace) would otherwise take the whole limit
 // and push out the lines before it, often the one that says why.
@@ -538,6 +539,13 @@ func lastLines(text string, maxLines, limit int) string {
 	s := strings.Join(lines, "\n")
 	if len(s) > limit {
 		cut := len(s) - limit + len("…")
+		// Whole lines are left out: a cut inside one would start the text
+		// at a place that moves with the lengths of what comes after it
+		// (an id's digits), and failures that differ only there would not
+		// be grouped as one.
+		if nl := strings.IndexByte(s[cut:], '\n'); nl >= 0 && cut+nl+1 < len(s) {
+			return "…" + s[cut+nl+1:]
+		}
 		for cut < len(s) && !utf8.RuneStart(s[cut]) {
 			cut++
 		}
