@@ -255,7 +255,12 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	err = partlyDoneOrNone(err, cut, "retrying", int64(rep.Retried), int64(limit), again.Hint(""))
 	out = retryResult(rep)
-	out.Expect = rep.Token
+	if !req.DryRun || rep.DeadlinesPassed == 0 {
+		// A dry run that found deadlines passed, not clearing them, gives
+		// no expect: the call guarded by it would refuse the whole set for
+		// them. Its next step, the dry run clearing them, gives one.
+		out.Expect = rep.Token
+	}
 	out.LimitReached = rep.More
 	steps := req
 	steps.Filter = req.Filter.Pinned(now)
@@ -447,7 +452,9 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 		next = append(next, clearDeadlineHint(req, r))
 	}
 	switch {
-	case r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed > 0:
+	case r.DryRun && len(req.IDs) == 0 && r.DeadlinesPassed > 0:
+		// No expect, which the guarded call would refuse: the dry run
+		// clearing deadlines, above, gives it.
 	case r.DryRun && r.Expect != "" && r.Retried > 0:
 		next = append(next, hint(OpDLQRetry, "the same call, not as a dry run, with its expect token, moves exactly these messages or nothing",
 			req.Filter.moveArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline, "rate", req.Rate)...))
@@ -575,8 +582,11 @@ func idsHint(req DLQRetryRequest, why string) Hint {
 func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 	const why = "their deadline passed, so they were not moved; this clears it so that they run however late (or discard them)"
 	if len(req.IDs) == 0 {
-		return hint(OpDLQRetry, "some deadlines passed, so the retry would leave those messages; this clears the deadline of every message it moves, passed or not (or discard those first)",
-			req.Filter.moveArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true, "rate", req.Rate)...)
+		why := "some deadlines passed, so the retry would leave those messages; this clears the deadline of every message it moves, passed or not (or discard those first)"
+		if req.DryRun {
+			why = "some deadlines passed, so the retry would leave those messages, and a call guarded by an expect refuses a set that holds any: this dry run clears the deadline of every message it would move, passed or not, and gives the expect that moves them all (or discard those first, then dry run again)"
+		}
+		return hint(OpDLQRetry, why, req.Filter.moveArgs("limit", req.Limit, "dry_run", req.DryRun, "clear_deadline", true, "rate", req.Rate)...)
 	}
 	var ids []int64
 	for _, o := range r.Outcomes {

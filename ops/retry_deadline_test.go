@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,11 +65,9 @@ func TestRetryPastTheDeadline(t *testing.T) {
 	if err != nil || !hasHint(r.Next, ops.OpDLQRetry, map[string]any{"clear_deadline": true, "payload": fixed}) {
 		t.Errorf("dry run of a corrected retry past the deadline: next %+v, %v; want a retry clearing the deadline with the corrected payload", r.Next, err)
 	}
-	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10, Expect: dry.Expect})
+	// A dry run gives no expect for it, but a call guarded by its id (or
+	// by a dry run's expect, its deadline passed since) is refused whole.
+	_, err = svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 10, Expect: strconv.FormatInt(id, 10)})
 	var oe *ops.Error
 	if !errors.As(err, &oe) || !strings.Contains(oe.Msg, "deadline") || !hasHint(oe.Hints, ops.OpDLQRetry, map[string]any{"clear_deadline": true, "dry_run": true}) {
 		t.Fatalf("guarded retry past the deadline = %v; want an error saying so, with a dry run clearing the deadline next", err)
@@ -151,5 +150,57 @@ func TestLimitedRetryHintSaysFailedComeFirst(t *testing.T) {
 	}
 	if !strings.Contains(again.Why, "first the 1 that could not be moved") {
 		t.Errorf("call-again hint %q does not say the failed message is tried first again", again.Why)
+	}
+}
+
+// The guarded flow over a set a filter selects where one message passed
+// its deadline and another did not: the dry run gives no expect, since
+// the call guarded by it would refuse the whole set for the message past
+// its deadline; its first next step, the dry run that clears deadlines,
+// gives the expect, and the real call with it moves both. A message the
+// filter leaves out stays.
+func TestGuardedRetryOverSomeDeadlinesPassed(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	dlq := store.DLQName(q)
+	pgtest.DeadLetter(t, s, q,
+		pgtest.DeadSpec{Kind: "charge", Reason: store.ReasonDeadlineExceeded, Headers: `{"pgbus_kind": "charge", "pgbus_deadline": "2020-01-01T00:00:00Z"}`},
+		pgtest.DeadSpec{Kind: "charge", Message: "boom"},
+		pgtest.DeadSpec{Kind: "refund", Message: "boom"})
+	f := ops.DeadFilter{Queue: q, Kind: "charge"}
+
+	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, DryRun: true})
+	if err != nil || dry.Retried != 1 || dry.Failed != 1 || dry.DeadlinesPassed != 1 {
+		t.Fatalf("dry run = %+v, %v; want 1 to move and 1 left for its deadline", dry, err)
+	}
+	if dry.Expect != "" {
+		_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, Expect: dry.Expect})
+		t.Fatalf("dry run returned expect %q, and the real call with it = %v: a dry run gives no expect its real call refuses", dry.Expect, err)
+	}
+	first := findHint(t, dry.Next, ops.OpDLQRetry)
+	if first.Args["clear_deadline"] != true || first.Args["dry_run"] != true || !strings.Contains(first.Why, "expect") {
+		t.Fatalf("first retry of next = %+v; want the dry run clearing deadlines, saying it gives the expect", first)
+	}
+	hf, limit := hintFilter(t, first)
+	clear, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: hf, Limit: limit, DryRun: true, ClearDeadline: true})
+	if err != nil || clear.Retried != 2 || clear.Failed != 0 || clear.Expect == "" {
+		t.Fatalf("dry run clearing deadlines = %+v, %v; want 2 to move, with an expect", clear, err)
+	}
+	real := findHint(t, clear.Next, ops.OpDLQRetry)
+	if real.Args["expect"] != clear.Expect || real.Args["clear_deadline"] != true || real.Args["dry_run"] != nil {
+		t.Fatalf("next of the dry run clearing deadlines = %+v; want the real call with its expect, clearing deadlines", clear.Next)
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: hf, Limit: limit, Expect: clear.Expect, ClearDeadline: true})
+	if err != nil || r.Retried != 2 || r.Failed != 0 {
+		t.Fatalf("guarded retry with the expect = %+v, %v; want both moved", r, err)
+	}
+	if n := pgtest.Live(t, s, dlq); n != 1 {
+		t.Fatalf("%d messages left in the DLQ; want the one the filter leaves out", n)
+	}
+	if n := pgtest.Live(t, s, q); n != 2 {
+		t.Fatalf("%d messages back in %s; want 2", n, q)
 	}
 }
