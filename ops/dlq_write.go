@@ -451,21 +451,37 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 		// this dry run's expect refuses the whole set).
 		next = append(next, clearDeadlineHint(req, r))
 	}
+	creates := make([]Hint, 0, len(r.gone))
+	for _, gone := range r.gone {
+		creates = append(creates, s.createAgainHint(ctx, gone, "creates queue "+gone+" again, so that its dead messages have somewhere to go back to; then the same retry"))
+	}
+	guarded := r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed == 0
+	if guarded && len(creates) > 0 {
+		// First: the call guarded by this dry run's expect refuses the
+		// whole set while a queue of it is gone.
+		next, creates = append(next, creates...), nil
+	}
 	switch {
 	case r.DryRun && len(req.IDs) == 0 && r.DeadlinesPassed > 0:
 		// No expect, which the guarded call would refuse: the dry run
 		// clearing deadlines, above, gives it.
-	case r.DryRun && r.Expect != "" && r.Retried > 0:
-		next = append(next, hint(OpDLQRetry, "the same call, not as a dry run, with its expect token, moves exactly these messages or nothing",
+	case guarded:
+		why := "the same call, not as a dry run, with its expect token, moves exactly these messages or nothing"
+		if len(r.gone) > 0 {
+			which := "queue " + r.gone[0] + " is"
+			if len(r.gone) > 1 {
+				which = "queues " + strings.Join(r.gone, ", ") + " are"
+			}
+			why = "once " + which + " created again, as above (until then it is refused whole), " + why
+		}
+		next = append(next, hint(OpDLQRetry, why,
 			req.Filter.moveArgs("limit", req.Limit, "expect", r.Expect, "clear_deadline", req.ClearDeadline, "rate", req.Rate)...))
 	case r.DryRun && r.Retried > 0:
 		next = append(next, dryRunIDsHint(req, r.Outcomes))
 	case r.Retried > 0 && len(r.Moved) > 0:
 		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", workQueueOf(r.Moved[0])))
 	}
-	for _, gone := range r.gone {
-		next = append(next, s.createAgainHint(ctx, gone, "creates queue "+gone+" again, so that its dead messages have somewhere to go back to; then the same retry"))
-	}
+	next = append(next, creates...)
 	if r.NotFound+r.Failed > 0 {
 		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
 	}

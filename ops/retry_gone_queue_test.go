@@ -262,3 +262,52 @@ func TestQueueOpsOfALevelNameTheQueue(t *testing.T) {
 		t.Fatalf("level %s holds %d messages after the refusals, want its 1", level, n)
 	}
 }
+
+// The guarded flow over a set a filter selects from two DLQs, one of whose
+// queues is gone: the dry run's first next step is the queue created
+// again, before the real call with its expect, which says it needs that
+// queue first; followed in that order, the steps move both messages.
+func TestGuardedRetryOverAQueueThatIsGone(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	gone, kept := newQueue(t, s, nil), newQueue(t, s, nil)
+	kind := uniqueName("charge")
+	pgtest.DeadLetter(t, s, gone, pgtest.DeadSpec{Kind: kind, Message: "boom"})
+	pgtest.DeadLetter(t, s, kept, pgtest.DeadSpec{Kind: kind, Message: "boom"})
+	pgtest.Exec(t, pgtest.URL(t), `DROP TABLE pgmq."q_`+gone+`", pgmq."a_`+gone+`"; DELETE FROM pgmq.meta WHERE queue_name = '`+gone+`'`)
+	f := ops.DeadFilter{Kind: kind}
+
+	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, Limit: 10, DryRun: true})
+	if err != nil || dry.Retried != 1 || dry.Failed != 1 || dry.Expect == "" {
+		t.Fatalf("dry run = %+v, %v; want 1 to move, 1 left for its queue, and an expect", dry, err)
+	}
+	create, real := -1, -1
+	for i, h := range dry.Next {
+		switch {
+		case h.Op == ops.OpQueueCreate && h.Args["queue"] == gone && create < 0:
+			create = i
+		case h.Op == ops.OpDLQRetry && h.Args["expect"] == dry.Expect:
+			real = i
+		}
+	}
+	if create < 0 || real < 0 || create > real || !strings.Contains(dry.Next[real].Why, gone) {
+		t.Fatalf("next = %+v; want queue %s created again first, then the real call with the expect, saying it needs %s", dry.Next, gone, gone)
+	}
+	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, Limit: 10, Expect: dry.Expect}); err == nil || pgtest.Live(t, s, store.DLQName(kept)) != 1 {
+		t.Fatalf("guarded retry before queue %s is created again = %+v, %v; want it refused, nothing moved", gone, r, err)
+	}
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: gone}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, Limit: 10, Expect: dry.Expect})
+	if err != nil || r.Retried != 2 || r.Failed != 0 {
+		t.Fatalf("guarded retry with the expect, queue %s created again = %+v, %v; want both moved", gone, r, err)
+	}
+	for _, q := range []string{gone, kept} {
+		if n := pgtest.Live(t, s, q); n != 1 {
+			t.Errorf("%s holds %d messages; want its retried one", q, n)
+		}
+	}
+}
