@@ -102,7 +102,8 @@ func (r HealthReason) Key() ReasonKey {
 // backlog that does not drain, the workers this process runs stopped on an
 // error: workers_stopped, see Options.OwnWorkers, and those of any
 // process whose start failed on an error, the last to serve a queue no
-// running worker serves: workers_stopped on that queue), DEGRADED when something needs a look (stale workers, new dead
+// running worker serves: workers_stopped on that queue, a NOTICE when the
+// queue does not exist), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog, an open circuit breaker that a
 // running handler uses, dead messages left by a dropped queue, running
 // workers waiting for their dropped queue), OK otherwise. A NOTICE reason
@@ -488,7 +489,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		s.checkQueue(&h, q, coverage(serving, q.Queue))
 	}
 	s.checkServedDropped(ctx, &h, stats, workers)
-	s.checkStoppedElsewhere(&h, serving)
+	s.checkStoppedElsewhere(ctx, &h, serving, stats)
 	schema, err := s.recordedSchema(ctx)
 	if err != nil {
 		return h, err
@@ -571,12 +572,7 @@ func (s *Service) checkDropped(h *Health, q store.QueueStats) {
 // again, working nothing of it meanwhile. Made again it runs at once; left
 // dropped, the workers still name it until restarted without it.
 func (s *Service) checkServedDropped(ctx context.Context, h *Health, stats []store.QueueStats, ws Workers) {
-	exists := make(map[string]bool, len(stats))
-	for _, q := range stats {
-		if !q.Dropped {
-			exists[q.Queue] = true
-		}
-	}
+	exists := existing(stats)
 	serving := map[string]int{}
 	for _, w := range ws.Workers {
 		if w.Status != WorkerRunning || w.System != "" {
@@ -594,6 +590,18 @@ func (s *Service) checkServedDropped(ctx context.Context, h *Health, stats []sto
 			s.createAgainHint(ctx, q, "creates it again, and its waiting workers work it"),
 			hint(OpWorkers, "shows the processes that serve it: to stop serving it, restart them without it"))
 	}
+}
+
+// existing returns the queues of stats that exist: those dropped with
+// dead messages left in their DLQ do not.
+func existing(stats []store.QueueStats) map[string]bool {
+	exists := make(map[string]bool, len(stats))
+	for _, q := range stats {
+		if !q.Dropped {
+			exists[q.Queue] = true
+		}
+	}
+	return exists
 }
 
 // about is "about " for counts that are estimates.

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -98,10 +99,15 @@ func (s *Service) withStoppedWorkers(h *Health) {
 // stopped on an error (a start refused: a queue missing, a privilege the
 // role lacks), which its row in the registry records: the health of every
 // process says so, not only that of the process that stopped, which alone
-// knew. The queues of this process's own stopped workers are left to its
-// own reason (withStoppedWorkers).
-func (s *Service) checkStoppedElsewhere(h *Health, ws Workers) {
+// knew. A queue of stats that does not exist (a misspelled name, a queue
+// dropped since) stalls nothing, since nothing waits in it: the stop is a
+// NOTICE there, which says to create the queue if that name was meant; a
+// queue created after the stop is STALLED as any other. The queues of
+// this process's own stopped workers are left to its own reason
+// (withStoppedWorkers).
+func (s *Service) checkStoppedElsewhere(ctx context.Context, h *Health, ws Workers, stats []store.QueueStats) {
 	own, ownErr := s.opts.OwnWorkers.stopped()
+	exists := existing(stats)
 	last := map[string]WorkerStatus{}
 	for _, w := range ws.Workers {
 		for _, q := range w.Queues {
@@ -121,6 +127,13 @@ func (s *Service) checkStoppedElsewhere(h *Health, ws Workers) {
 			continue
 		}
 		ago := time.Duration(w.HeartbeatAgeSeconds * float64(time.Second)).Round(time.Second)
+		if !exists[q] {
+			msg, _ := RedactText(fmt.Sprintf("queue %q does not exist, so nothing waits in it: the worker process %s on %s, the last that named it, stopped on an error %s ago: %s; if that name was meant, create the queue, then start its workers again; this note goes 24 hours after the stop",
+				q, w.ID, w.Hostname, ago, shownStopError(w.StopError)))
+			h.add(HealthNotice, "workers_stopped", q, msg, s.createAgainHint(ctx, q, "creates the queue, if that name was meant; then start its workers"),
+				hint(OpWorkers, "shows the worker processes, and which queues they serve"))
+			continue
+		}
 		msg, _ := RedactText(fmt.Sprintf("queue %q: the worker process %s on %s, the last that served it, stopped on an error %s ago, and no running worker serves the queue: %s; mend the cause, then start its workers again: they do not start again on their own",
 			q, w.ID, w.Hostname, ago, shownStopError(w.StopError)))
 		h.add(HealthStalled, "workers_stopped", q, msg, append([]Hint{hint(OpWorkers, "shows the worker processes, and which queues they serve")}, s.startHints(cov)...)...)

@@ -13,12 +13,12 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// Workers that stopped on an error as they started (here: their queue is
-// gone) are seen by the health of every process, not only by the one that
-// ran them, which alone knew: STALLED, workers_stopped on their queue,
-// with the error, among the reasons StalledFor gives a process that works
-// that queue and no other's. Once a running worker serves the queue again,
-// the reason goes.
+// Workers that stopped on an error as they started (here: their queue was
+// not created yet, and is created since) are seen by the health of every
+// process, not only by the one that ran them, which alone knew: STALLED,
+// workers_stopped on their queue, with the error, among the reasons
+// StalledFor gives a process that works that queue and no other's. Once a
+// running worker serves the queue, the reason goes.
 func TestWorkersStoppedElsewhere(t *testing.T) {
 	t.Parallel()
 	s := isolatedStore(t)
@@ -29,6 +29,7 @@ func TestWorkersStoppedElsewhere(t *testing.T) {
 	if err := c.Run(ctx); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Run on a queue that does not exist: %v; want it refused as not found", err)
 	}
+	pgtest.CreateQueue(t, s, q)
 	svc := newService(t, s, ops.Options{})
 	h, err := svc.Health(ctx)
 	if err != nil {
@@ -51,7 +52,6 @@ func TestWorkersStoppedElsewhere(t *testing.T) {
 		t.Errorf("StalledFor a process working %s: %+v; want the stop", q, got)
 	}
 
-	pgtest.CreateQueue(t, s, q)
 	again := pgtest.NewClient(t, s, q, nil)
 	again.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
 	pgtest.Start(t, again)
