@@ -54,14 +54,17 @@ func Kinds() []string {
 }
 
 // ErrorKind returns the kind of err, one of the Kind words but KindUsage:
-// the class it wraps, whichever operation or layer it came from. A
-// cancellation comes first, as it is the caller's doing whatever the call
-// was in, and so is the caller's deadline passing (callerStopped, or a
-// deadline the driver did not make a failed connection of); a connection
-// that could not be made in time within its own bound (the connect
-// timeout) is a database that does not answer.
+// the class it wraps, whichever operation or layer it came from; for a
+// nil err, no error, it returns "". A cancellation comes first, as it is
+// the caller's doing whatever the call was in, and so is the caller's
+// deadline passing before the call finished (KindStopped, even where the
+// driver made of it a connection that timed out); a connection that could
+// not be made in time within its own bound (the connect timeout) is a
+// database that does not answer (KindUnavailable).
 func ErrorKind(err error) string {
 	switch {
+	case err == nil:
+		return ""
 	case errors.Is(err, ErrInvalid):
 		return KindInvalid
 	case errors.Is(err, ErrReadOnly):

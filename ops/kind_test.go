@@ -51,6 +51,19 @@ func TestErrorKind(t *testing.T) {
 	}
 }
 
+// No error is of no kind: ErrorKind(nil) is empty, not failed, which a
+// caller that asks it of a call's result without a check of its own would
+// take for a failure.
+func TestErrorKindOfNoError(t *testing.T) {
+	t.Parallel()
+	if got := ops.ErrorKind(nil); got != "" {
+		t.Errorf("ErrorKind(nil) = %q, want \"\"", got)
+	}
+	if got := ops.ErrorKind(errors.New("disk on fire")); got != ops.KindFailed {
+		t.Errorf("ErrorKind of an error of no known class = %q, want %q", got, ops.KindFailed)
+	}
+}
+
 // Kinds lists every Kind constant kind.go declares, and nothing else, so
 // that a front end checking its kinds against it checks them against the
 // documented words.
