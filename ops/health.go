@@ -506,7 +506,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		s.checkOldTransactions(ctx, &h)
 	}
 	if n := h.count("dead_letters_growing"); n > 1 {
-		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of all %d queues by cause in one call%s", n, s.byFieldTip()))}
+		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of every queue, the %d whose dead letters grow among them, by cause in one call%s", n, s.byFieldTip()))}
 	}
 	s.withStoppedWorkers(&h)
 	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int { return cmp.Compare(reasonRank[a.Status], reasonRank[b.Status]) })
