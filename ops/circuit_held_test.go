@@ -147,14 +147,17 @@ func TestCircuitOpenHoldsJobs(t *testing.T) {
 		t.Fatalf("%d calls ran through the breaker opened by hand", calls.Load())
 	}
 	// A reset not asked to end the window someone opened is refused,
-	// saying who and until when, with the reset that ends it as a next
-	// step; the job stays held.
+	// saying who and until when; its next steps are the breaker, who
+	// opened it and why, first, and only then the reset that ends the
+	// window, for once they agreed (an agent taking the first step on its
+	// own ended a window for maintenance); the job stays held.
 	resetter := uniqueName("agent")
 	_, err = svc.CircuitReset(ops.WithClient(ctx, resetter), ops.CircuitResetRequest{Name: name})
 	var oe *ops.Error
 	if !errors.As(err, &oe) || !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), `was opened by hand by dashboard (token sha256:0123abcd) until 20`) ||
-		!strings.Contains(err.Error(), "nothing was changed") || len(oe.Hints) != 2 || oe.Hints[0].Op != ops.OpCircuitReset || oe.Hints[0].Args["end_opening_by_hand"] != true {
-		t.Fatalf("reset of a breaker opened by hand, not asked to end it: %v; want it refused, the reset ending it offered", err)
+		!strings.Contains(err.Error(), "nothing was changed") || len(oe.Hints) != 2 || oe.Hints[0].Op != ops.OpCircuits ||
+		oe.Hints[1].Op != ops.OpCircuitReset || oe.Hints[1].Args["end_opening_by_hand"] != true || !strings.HasPrefix(oe.Hints[1].Why, "only once whoever opened it agreed") {
+		t.Fatalf("reset of a breaker opened by hand, not asked to end it: %v, hints %+v; want it refused, the breaker first, then the reset ending it once its opener agreed", err, ops.HintsOf(err))
 	}
 	if page, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q}); err != nil || len(page.Items) != 1 || page.Items[0].HeldBy != name || calls.Load() != 0 {
 		t.Fatalf("after the refused reset: %+v, %v, %d calls; want the job held still", page, err, calls.Load())

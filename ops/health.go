@@ -1188,8 +1188,10 @@ func keptOpeningByHand(req CircuitResetRequest, was store.BreakerWas) error {
 	end.EndOpeningByHand = true
 	return invalidf("circuit breaker %q was opened by hand by %s until %s, and is left open: a reset would end that window early and send the jobs it holds to its downstream; nothing was changed. Ask whoever opened it, then reset it ending the opening by hand",
 		clip(req.Name, 80), who, until).with(
-		end.Hint("ends the opening by hand early and runs the jobs the breaker holds, once whoever opened it agrees"),
-		hint(OpCircuits, "shows the breaker, who opened it and why", "name", req.Name))
+		// Who opened it and why first: the reset that ends the window is
+		// for once they agreed, not a step to take on one's own.
+		hint(OpCircuits, "shows the breaker, who opened it and why: ask them before ending it", "name", req.Name),
+		end.Hint("only once whoever opened it agreed: ends the opening by hand early and runs the jobs the breaker holds"))
 }
 
 func boolRank(b bool) int {
