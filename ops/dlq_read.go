@@ -432,7 +432,9 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 	if err := req.Check(); err != nil {
 		return DeadMessage{}, err
 	}
-	dlq, err := s.locateOne(ctx, req.Queue, req.MsgID)
+	dlq, err := s.locateOne(ctx, req.Queue, req.MsgID, func(q string) Hint {
+		return hint(OpDLQShow, onLevelWhy(q), "queue", q, "msg_id", req.MsgID, "include_payload", req.IncludePayload, "full_history", req.FullHistory)
+	})
 	if err != nil {
 		return DeadMessage{}, err
 	}

@@ -101,7 +101,12 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 		page, err := s.store.ListDiscarded(ctx, f.Queue, sf, req.Cursor, limit)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
-				return DLQDiscarded{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+				redo := levelRedo(err, func(q string) Hint {
+					f := req.Filter
+					f.Queue = q
+					return hint(OpDLQDiscarded, onLevelWhy(q), f.hintArgs("limit", req.Limit)...)
+				})
+				return DLQDiscarded{}, explain(err, append(redo, hint(OpQueueStats, "lists the queues there are"))...)
 			}
 			return DLQDiscarded{}, explain(err, again)
 		}
@@ -248,7 +253,12 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 	rep, err := s.store.RestoreDead(ctx, req.Queue, ids, req.DryRun)
 	switch {
 	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid):
-		return DLQRestore{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		redo := levelRedo(err, func(q string) Hint {
+			r := req
+			r.Queue = q
+			return r.Hint(onLevelWhy(q))
+		})
+		return DLQRestore{}, explain(err, append(redo, hint(OpQueueStats, "lists the queues there are"))...)
 	case errors.Is(err, ErrChanged):
 		// A purge or another restore took some of the rows first.
 		return DLQRestore{}, &Error{Msg: err.Error(), Err: err,

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -64,12 +65,14 @@ type located struct {
 // locate finds the DLQ of every id in one query: within queue's DLQ when
 // queue is given, else over every DLQ, where an id in several DLQs is
 // ambiguous (ids are per queue). The queue's name is trimmed, as a
-// filter's is: the same name works in a list and in a call by ids.
-func (s *Service) locate(ctx context.Context, queue string, ids []int64) (located, error) {
+// filter's is: the same name works in a list and in a call by ids. redo
+// is the call again on another queue: the next step of one refused for
+// naming a priority level (levelRedo).
+func (s *Service) locate(ctx context.Context, queue string, ids []int64, redo func(queue string) Hint) (located, error) {
 	queue = strings.TrimSpace(queue)
 	where, err := s.store.LocateDead(ctx, queue, ids)
 	if err != nil {
-		return located{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		return located{}, explain(err, append(levelRedo(err, redo), hint(OpQueueStats, "lists the queues there are"))...)
 	}
 	out := located{missed: map[int64]IDOutcome{}, dlqOf: map[int64]string{}}
 	index := map[string]int{}
@@ -188,8 +191,8 @@ func notHeldHead(queue string, id int64) string {
 
 // locateOne returns the DLQ of one message, or an error saying it is in
 // none (not found) or in several (invalid: give the queue).
-func (s *Service) locateOne(ctx context.Context, queue string, id int64) (string, error) {
-	loc, err := s.locate(ctx, queue, []int64{id})
+func (s *Service) locateOne(ctx context.Context, queue string, id int64, redo func(queue string) Hint) (string, error) {
+	loc, err := s.locate(ctx, queue, []int64{id}, redo)
 	if err != nil {
 		return "", err
 	}
@@ -226,4 +229,20 @@ func dlqOf(name string) string {
 func movedMeanwhile(id int64, dlq string) IDOutcome {
 	return IDOutcome{ID: id, Outcome: OutcomeAlreadyMoved, DLQ: dlq,
 		Error: fmt.Sprintf("message %d left %s while this call ran: another call retried or discarded it first", id, dlq)}
+}
+
+// levelRedo is the next step of a call refused for naming a priority
+// level of a queue (orders_p1) as its queue, whose dead messages are in
+// the DLQ of the queue it is a level of: redo, on that queue. It is none
+// for any other error, or without redo.
+func levelRedo(err error, redo func(queue string) Hint) []Hint {
+	if lvl := (*store.LevelError)(nil); redo != nil && errors.As(err, &lvl) {
+		return []Hint{redo(lvl.Queue)}
+	}
+	return nil
+}
+
+// onLevelWhy is the why of levelRedo's step on queue.
+func onLevelWhy(queue string) string {
+	return "the same call on queue " + queue + ", whose DLQ holds the dead messages of all its levels"
 }
