@@ -35,9 +35,10 @@ const DefaultDatabaseCallTimeout = 30 * time.Second
 const MinDatabaseCallTimeout = time.Second
 
 // Config configures a Client. Zero values take the defaults given;
-// NewClient refuses the intervals that pace its loops when they are
-// shorter than MinInterval, and negative durations but where a field says
-// what one means.
+// NewClient refuses a duration shorter than the least its field says
+// (MinInterval for the intervals that pace its loops), as a bare number
+// of nanoseconds meant as seconds or days would be, and negative
+// durations but where a field says what one means.
 type Config struct {
 	// Queues are the queues this client works.
 	Queues []QueueConfig
@@ -50,7 +51,7 @@ type Config struct {
 	// message when no notification arrives (a retry whose backoff ended, a
 	// message sent by another PGMQ client, which does not notify): one
 	// statement checks up to 100 of them, and a queue is read only once
-	// it holds one. Default 1s.
+	// it holds one. Default 1s; at least MinPollInterval.
 	PollInterval time.Duration
 	// NoListen turns wake-ups by LISTEN/NOTIFY off: idle queues are read
 	// every PollInterval only. Without it, Run checks once per listener
@@ -64,14 +65,15 @@ type Config struct {
 	// contexts are cancelled, and their messages given back without using
 	// an attempt: visible again at once when the handler returns within a
 	// second, else after the visibility timeout (the handler may still be
-	// acting on it). Default 30s.
+	// acting on it). Default 30s; at least MinDrainTimeout.
 	DrainTimeout time.Duration
 	// HandlerGrace is how long past its timeout a handler that ignores its
 	// context is waited for before its attempt is failed (and retried or
 	// dead-lettered as any failure). Its goroutine cannot be stopped: it
 	// keeps its slot of the queue's Concurrency until it returns, so that
 	// stuck handlers do not pile up beyond it, and a queue whose every slot
-	// is stuck so stops taking work, which health reports. Default 5s.
+	// is stuck so stops taking work, which health reports. Default 5s;
+	// at least MinHandlerGrace.
 	HandlerGrace time.Duration
 	// VisibilityHeartbeat is how often the visibility timeout of running
 	// messages is pushed back. Default, and most: a third of the queue's
@@ -114,8 +116,8 @@ type Config struct {
 	// AuditRetention is how long the audit log (pgbus.audit_log: the
 	// operations of the CLI, the MCP tools and the dashboard) keeps an
 	// entry; older ones go in the retention pass, a few thousand per
-	// statement. Default DefaultAuditRetention (90 days); negative: for
-	// ever. The process that wins the retention election prunes with its
+	// statement. Default DefaultAuditRetention (90 days); at least
+	// MinAuditRetention; negative: for ever. The process that wins the retention election prunes with its
 	// own setting, so give every process on a database the same.
 	AuditRetention time.Duration
 	// VacuumAfter is how many messages of a queue this process settles
@@ -210,26 +212,53 @@ func (c Config) checkNegative() error {
 	return nil
 }
 
-// MinInterval is the shortest PollInterval, VisibilityHeartbeat,
-// ProcessHeartbeat, SettingsRefresh, StatsFlush and RetentionInterval
-// NewClient takes.
+// MinInterval is the shortest VisibilityHeartbeat, ProcessHeartbeat,
+// SettingsRefresh, StatsFlush and RetentionInterval NewClient takes.
 const MinInterval = time.Millisecond
+
+// The shortest values NewClient takes of the durations with bounds of
+// their own, the least the configuration file takes of the same settings
+// where it has them. A Duration is nanoseconds: a bare number meant as
+// seconds or days (DrainTimeout: 30, AuditRetention: 90) is far below
+// each of them.
+const (
+	// MinPollInterval is the shortest Config.PollInterval, as the
+	// configuration file's worker.poll_interval.
+	MinPollInterval = 10 * time.Millisecond
+	// MinDrainTimeout is the shortest Config.DrainTimeout, as the
+	// configuration file's worker.drain_timeout.
+	MinDrainTimeout = time.Millisecond
+	// MinHandlerGrace is the shortest Config.HandlerGrace.
+	MinHandlerGrace = time.Millisecond
+	// MinAuditRetention is the shortest Config.AuditRetention but a
+	// negative one (for ever), as the configuration file's
+	// audit_retention.
+	MinAuditRetention = time.Minute
+)
 
 func (c Config) validate() error {
 	// A Duration is nanoseconds, so PollInterval: 1 means 1ns, not a
 	// second: the loops these pace would query the database without
 	// pause.
 	for _, d := range []struct {
-		field string
-		value time.Duration
+		field    string
+		value    time.Duration
+		min      time.Duration
+		why, bad string // what a shorter one does; a time.Duration and the bare number it is not
 	}{
-		{"PollInterval", c.PollInterval}, {"VisibilityHeartbeat", c.VisibilityHeartbeat},
-		{"ProcessHeartbeat", c.ProcessHeartbeat}, {"SettingsRefresh", c.SettingsRefresh},
-		{"StatsFlush", c.StatsFlush}, {"RetentionInterval", c.RetentionInterval},
+		{"PollInterval", c.PollInterval, MinPollInterval, "which would query the database without pause", "2 * time.Second (a bare 2 is 2ns)"},
+		{"VisibilityHeartbeat", c.VisibilityHeartbeat, MinInterval, "which would query the database without pause", "2 * time.Second (a bare 2 is 2ns)"},
+		{"ProcessHeartbeat", c.ProcessHeartbeat, MinInterval, "which would query the database without pause", "10 * time.Second (a bare 10 is 10ns)"},
+		{"SettingsRefresh", c.SettingsRefresh, MinInterval, "which would query the database without pause", "2 * time.Second (a bare 2 is 2ns)"},
+		{"StatsFlush", c.StatsFlush, MinInterval, "which would query the database without pause", "5 * time.Second (a bare 5 is 5ns)"},
+		{"RetentionInterval", c.RetentionInterval, MinInterval, "which would query the database without pause", "10 * time.Minute (a bare 600 is 600ns)"},
+		{"DrainTimeout", c.DrainTimeout, MinDrainTimeout, "so a stop would cancel the running handlers at once", "30 * time.Second (a bare 30 is 30ns)"},
+		{"HandlerGrace", c.HandlerGrace, MinHandlerGrace, "so a handler past its timeout would be failed at once, while it may still be finishing", "5 * time.Second (a bare 5 is 5ns)"},
+		{"AuditRetention", c.AuditRetention, MinAuditRetention, "so the retention pass would delete nearly every entry of the audit log every operator of this database shares", "90 * 24 * time.Hour (a bare 90 is 90ns), a negative one to keep every entry"},
 	} {
-		if d.value > 0 && d.value < MinInterval {
-			return fmt.Errorf("%w: Config.%s %s is shorter than %s, which would query the database without pause: give a time.Duration such as 2 * time.Second (a bare 2 is 2ns), or leave it zero for the default",
-				store.ErrInvalid, d.field, d.value, MinInterval)
+		if d.value > 0 && d.value < d.min {
+			return fmt.Errorf("%w: Config.%s %s is shorter than %s, %s: give a time.Duration such as %s, or leave it zero for the default",
+				store.ErrInvalid, d.field, d.value, d.min, d.why, d.bad)
 		}
 	}
 	if c.DatabaseCallTimeout < MinDatabaseCallTimeout {

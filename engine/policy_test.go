@@ -521,15 +521,16 @@ func TestNewClientWithoutStore(t *testing.T) {
 	}
 }
 
-// An interval that paces a loop, given as a bare number (PollInterval: 1,
+// An interval that paces a loop, given as a bare number (StatsFlush: 1,
 // one nanosecond, meant as a second), is refused, naming the field, rather
 // than querying the database without pause; MinInterval itself is taken.
+// PollInterval, whose least is MinPollInterval, is tested with the other
+// durations of their own least (TestNewClientRefusesDurationsBelowTheirLeast).
 func TestNewClientRefusesNanosecondIntervals(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	q := uniqueName("q")
 	for field, set := range map[string]func(*engine.Config, time.Duration){
-		"PollInterval":        func(c *engine.Config, d time.Duration) { c.PollInterval = d },
 		"VisibilityHeartbeat": func(c *engine.Config, d time.Duration) { c.VisibilityHeartbeat = d },
 		"ProcessHeartbeat":    func(c *engine.Config, d time.Duration) { c.ProcessHeartbeat = d },
 		"SettingsRefresh":     func(c *engine.Config, d time.Duration) { c.SettingsRefresh = d },
