@@ -148,6 +148,15 @@ func checkRetry(what, field string, p *RetryPolicy) error {
 		return fmt.Errorf("%w: %s: %s.Backoff %s is out of range 0..24h (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff)
 	case p.BackoffMax > MaxDelay:
 		return fmt.Errorf("%w: %s: %s.BackoffMax %s is more than %s", store.ErrInvalid, what, field, p.BackoffMax, MaxDelay)
+	case p.Backoff > 0 && p.Backoff < time.Millisecond, p.BackoffMax > 0 && p.BackoffMax < time.Millisecond:
+		// As a queue's: a wait so short is none, most likely a bare
+		// number meant as seconds, which used the attempts up in a burst.
+		name, d := "Backoff", p.Backoff
+		if !(d > 0 && d < time.Millisecond) {
+			name, d = "BackoffMax", p.BackoffMax
+		}
+		return fmt.Errorf("%w: %s: %s.%s %s is shorter than 1ms, which is no wait at all: give a time.Duration such as 5 * time.Second (a bare 5 is 5ns), or a Backoff of 0 to retry at once",
+			store.ErrInvalid, what, field, name, d)
 	case p.BackoffMax < p.Backoff && p.Strategy != store.BackoffPolynomial:
 		return fmt.Errorf("%w: %s: %s has backoff %s and backoff max %s; the max caps every delay, so make it at least the backoff (start from engine.DefaultRetryPolicy())", store.ErrInvalid, what, field, p.Backoff, p.BackoffMax)
 	}

@@ -87,6 +87,10 @@ func (q QueueSettings) Validate() error {
 		return invalidf("queue %q: jitter %v is out of range 0..1", q.Queue, q.RetryBackoffJitter)
 	case q.Deadline < 0 || q.Deadline > 365*24*time.Hour:
 		return invalidf("queue %q: deadline %s is out of range 0 (none)..8760h", q.Queue, q.Deadline)
+	case q.Deadline > 0 && q.Deadline < time.Millisecond:
+		// Stored in whole milliseconds, it would be 0: no deadline at all.
+		return invalidf("queue %q: deadline %s is under a millisecond, which is kept as none: give a time.Duration such as 30 * time.Second (a bare 30 is 30ns), or 0 for none",
+			q.Queue, q.Deadline)
 	case q.ArchiveRetention < time.Minute || q.ArchiveRetention > 3650*24*time.Hour:
 		return invalidf("queue %q: archive retention %s is out of range 1m..87600h", q.Queue, q.ArchiveRetention)
 	case q.DeadRetention < time.Minute || q.DeadRetention > 3650*24*time.Hour:
