@@ -70,15 +70,17 @@ type Options struct {
 	// counts as stale (crashed or hung). Default 30s: three missed beats.
 	// A process that beats less often than a third of it
 	// (engine.Config.ProcessHeartbeat) counts as stale after three of its
-	// own intervals.
+	// own intervals. At least 1ms.
 	StaleAfter time.Duration
 	// StallAfter is how long the oldest ready message may wait, with nothing
-	// settled meanwhile, before a queue counts as stalled. Default 5m.
+	// settled meanwhile, before a queue counts as stalled. Default 5m; at
+	// least 1ms.
 	StallAfter time.Duration
 	// OldTransactionAfter is how long a transaction may stay open before
 	// health notes it (old_transaction): while one lasts, vacuum leaves
 	// the dead rows of the queue tables, and reads slow down as they
-	// grow. After an hour it makes the verdict DEGRADED. Default 10m.
+	// grow. After an hour it makes the verdict DEGRADED. Default 10m; at
+	// least 1ms.
 	OldTransactionAfter time.Duration
 	// DatabaseCallTimeout bounds the database work of each call, as
 	// engine.Config.DatabaseCallTimeout bounds the workers': a connection
@@ -103,8 +105,9 @@ type Options struct {
 	// it and what to do, rather than holding its caller and a connection
 	// of the pool, which the workers share, for the whole
 	// DatabaseCallTimeout. Writes wait for locks as long as their bound
-	// lets them. Default DefaultReadLockWait; negative, or not shorter
-	// than DatabaseCallTimeout, leaves reads to their call bound alone.
+	// lets them. Default DefaultReadLockWait; at least 1ms; negative, or
+	// not shorter than DatabaseCallTimeout, leaves reads to their call
+	// bound alone.
 	ReadLockWait time.Duration
 	// Now is the clock; default the database server's (store.Store.Now,
 	// measured again at a call when it was last over a minute ago), on
@@ -150,6 +153,42 @@ type Options struct {
 	// the health verdict is STALLED with the reason workers_stopped.
 	// Default: a state of this service's own.
 	OwnWorkers *OwnWorkers
+}
+
+// minOptionDuration is the shortest Options.StaleAfter, StallAfter,
+// OldTransactionAfter and ReadLockWait New takes: a Duration is
+// nanoseconds, so that a bare number meant as seconds or minutes
+// (StaleAfter: 30) is far below it.
+const minOptionDuration = time.Millisecond
+
+// checkDurations refuses a duration shorter than minOptionDuration, which
+// would count every worker stale (StaleAfter), every queue with a ready
+// message stalled (StallAfter), every transaction old
+// (OldTransactionAfter) or fail every read that meets a lock at once
+// (ReadLockWait); and a negative one where none has a meaning (all but
+// ReadLockWait's), which the default took the place of without a word.
+func (o Options) checkDurations() error {
+	for _, d := range []struct {
+		field    string
+		value    time.Duration
+		negative bool   // a negative value has a meaning
+		give     string // a time.Duration and the bare number it is not
+		why      string // what a shorter one does
+	}{
+		{"StaleAfter", o.StaleAfter, false, "30 * time.Second (a bare 30 is 30ns)", "which would count every worker stale"},
+		{"StallAfter", o.StallAfter, false, "5 * time.Minute (a bare 300 is 300ns)", "which would count every queue with a ready message stalled"},
+		{"OldTransactionAfter", o.OldTransactionAfter, false, "10 * time.Minute (a bare 600 is 600ns)", "which would count every transaction old"},
+		{"ReadLockWait", o.ReadLockWait, true, "3 * time.Second (a bare 3 is 3ns)", "which would fail every read that meets a lock at once"},
+	} {
+		if d.value < 0 && !d.negative {
+			return invalidf("Options.%s %s is negative: give a positive time.Duration such as %s, or leave it zero for the default", d.field, d.value, d.give)
+		}
+		if d.value > 0 && d.value < minOptionDuration {
+			return invalidf("Options.%s %s is shorter than %s, %s: give a time.Duration such as %s, or leave it zero for the default",
+				d.field, d.value, minOptionDuration, d.why, d.give)
+		}
+	}
+	return nil
 }
 
 // DefaultReadLockWait is the default Options.ReadLockWait: a lock held
@@ -208,16 +247,19 @@ func New(st *store.Store, opts Options) (*Service, error) {
 	if opts.Bounds, err = opts.Bounds.withDefaults(); err != nil {
 		return nil, err
 	}
-	if opts.StaleAfter <= 0 {
+	if err := opts.checkDurations(); err != nil {
+		return nil, err
+	}
+	if opts.StaleAfter == 0 {
 		opts.StaleAfter = 30 * time.Second
 	}
 	if opts.OwnWorkers == nil {
 		opts.OwnWorkers = &OwnWorkers{}
 	}
-	if opts.OldTransactionAfter <= 0 {
+	if opts.OldTransactionAfter == 0 {
 		opts.OldTransactionAfter = 10 * time.Minute
 	}
-	if opts.StallAfter <= 0 {
+	if opts.StallAfter == 0 {
 		opts.StallAfter = 5 * time.Minute
 	}
 	dbClock := opts.Now == nil
