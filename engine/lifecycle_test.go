@@ -325,7 +325,15 @@ func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
 	pgtest.Start(t, c)
-	pgtest.Send(t, c, q, 1, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	// Send refuses a deadline already passed: this one passed on the way,
+	// written as another sender, NewMessage and the store, write it.
+	expired, err := engine.NewMessage(1, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(testContext(t), q, expired); err != nil {
+		t.Fatal(err)
+	}
 	fresh := pgtest.Send(t, c, q, 2, engine.SendOptions{Deadline: time.Now().Add(time.Hour)})
 	pgtest.Eventually(t, 20*time.Second, "one dead, one archived", func() bool {
 		return len(deadMessages(t, s, q)) == 1 && pgtest.Archived(t, s, q) == 1

@@ -33,7 +33,10 @@ type SendOptions struct {
 	// Deadline is when the message stops being worth running: past it, it is
 	// dead-lettered with reason deadline_exceeded instead of running, and a
 	// failure whose retry would come after it dead-letters it at once, with
-	// that reason and the failure.
+	// that reason and the failure. A send (Send, SendBatch, SendTx,
+	// SendBatchTx) refuses a deadline that has passed, or falls before the
+	// message is first visible (once Delay ends), judged as workers judge
+	// it, on the database server's clock, give or take a second.
 	Deadline time.Time
 	// IdempotencyKey is handed to the handler to pass downstream, and
 	// makes a second send with it return the first message's id instead of
@@ -72,6 +75,11 @@ func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendO
 	m, err := NewMessage(payload, opts)
 	if err != nil {
 		return 0, err
+	}
+	if !opts.Deadline.IsZero() {
+		if err := checkDeadline(c.serverNow(ctx), opts); err != nil {
+			return 0, err
+		}
 	}
 	_, cached := c.sendQueues.Load(queue)
 	id, err = c.sendTo(ctx, queue, opts.Priority, m)
@@ -207,6 +215,57 @@ func NewMessage(payload any, opts SendOptions) (store.NewMessage, error) {
 		m.Headers = h
 	}
 	return m, nil
+}
+
+// deadlineSlack is how far a message's deadline may fall before the moment
+// it is first visible (now, or once its delay ends) and the send still be
+// taken. Sends judge deadlines on the database server's clock, as workers
+// do (store.Now), each process by its own measure of it: the slack covers
+// the error of those measures (half a round trip each) and a host's clock
+// moved since, so that a send is never refused for a deadline a worker
+// would find met. A deadline within the slack is sent, and dead-lettered
+// unrun if it is missed.
+const deadlineSlack = time.Second
+
+// Sends with a deadline measure the database server's clock when it was
+// last measured over clockSyncEvery ago (a client that never ran, or a
+// store shared with no running client, has not): clockSyncWait bounds the
+// measure, which the send itself would otherwise wait on twice when the
+// database does not answer.
+const (
+	clockSyncEvery = time.Minute
+	clockSyncWait  = 2 * time.Second
+)
+
+// serverNow is the database server's time, as store.Now gives it once
+// measured within clockSyncEvery. A measure that fails keeps the last
+// (none: this host's clock): the send then says what is wrong.
+func (c *Client) serverNow(ctx context.Context) time.Time {
+	if _, at := c.store.ClockSkew(); at.IsZero() || time.Since(at) >= clockSyncEvery {
+		ctx, cancel := context.WithTimeout(ctx, clockSyncWait)
+		defer cancel()
+		_, _ = c.store.SyncClock(ctx)
+	}
+	return c.store.Now()
+}
+
+// checkDeadline refuses a message whose deadline has passed at now (the
+// database server's time), or falls before its delay ends: a worker
+// would dead-letter it as deadline_exceeded without running it.
+func checkDeadline(now time.Time, opts SendOptions) error {
+	if opts.Deadline.IsZero() {
+		return nil
+	}
+	at := opts.Deadline.UTC().Format(time.RFC3339Nano)
+	if opts.Deadline.Before(now.Add(-deadlineSlack)) {
+		return fmt.Errorf("%w: deadline %s has passed (by %s on the database server's clock): the message could never run, and would be dead-lettered as deadline_exceeded; give a later deadline, or none",
+			store.ErrInvalid, at, now.Sub(opts.Deadline).Round(time.Millisecond))
+	}
+	if visible := now.Add(max(opts.Delay, 0)); opts.Deadline.Before(visible.Add(-deadlineSlack)) {
+		return fmt.Errorf("%w: deadline %s comes %s before the delay of %s ends: the message would be dead-lettered as deadline_exceeded without running; give a later deadline or a shorter delay",
+			store.ErrInvalid, at, visible.Sub(opts.Deadline).Round(time.Millisecond), opts.Delay)
+	}
+	return nil
 }
 
 // quiet wraps an error for errors.Is and adds nothing to a message.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -147,6 +148,21 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 			return nil, err
 		}
 		built[i].NewMessage = nm
+	}
+	var now time.Time // the database server's, measured for the first deadline
+	for i, m := range msgs {
+		if m.Options.Deadline.IsZero() {
+			continue
+		}
+		if now.IsZero() {
+			now = c.serverNow(ctx)
+		}
+		if err := checkDeadline(now, m.Options); err != nil {
+			if len(msgs) > 1 {
+				err = &BatchMessageError{Index: i, Err: err}
+			}
+			return nil, err
+		}
 	}
 	_, cached := c.sendQueues.Load(queue)
 	ids, err = c.routeBatch(ctx, queue, msgs, built, write)

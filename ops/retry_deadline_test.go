@@ -30,7 +30,7 @@ func TestRetryPastTheDeadline(t *testing.T) {
 	c := pgtest.NewClient(t, s, q, nil)
 	var ran atomic.Int32
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
-	pgtest.Send(t, c, q, map[string]int{"order": 7}, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	sendExpired(t, s, q, map[string]int{"order": 7})
 	pgtest.Start(t, c)
 	dlq := store.DLQName(q)
 	pgtest.Eventually(t, time.Minute, "the message dead-lettered past its deadline", func() bool { return pgtest.Live(t, s, dlq) == 1 })
@@ -123,7 +123,7 @@ func TestLimitedRetryHintSaysFailedComeFirst(t *testing.T) {
 	q := newQueue(t, s, nil)
 	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
-	pgtest.Send(t, c, q, map[string]int{"order": 1}, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	sendExpired(t, s, q, map[string]int{"order": 1})
 	stop := pgtest.Start(t, c)
 	dlq := store.DLQName(q)
 	pgtest.Eventually(t, time.Minute, "the message dead-lettered past its deadline", func() bool { return pgtest.Live(t, s, dlq) == 1 })
@@ -202,5 +202,19 @@ func TestGuardedRetryOverSomeDeadlinesPassed(t *testing.T) {
 	}
 	if n := pgtest.Live(t, s, q); n != 2 {
 		t.Fatalf("%d messages back in %s; want 2", n, q)
+	}
+}
+
+// sendExpired writes payload to queue with a deadline a second past, as a
+// sender whose message waited past it on the way does: Send refuses one
+// already passed.
+func sendExpired(t *testing.T, s *store.Store, queue string, payload any) {
+	t.Helper()
+	m, err := engine.NewMessage(payload, engine.SendOptions{Deadline: time.Now().Add(-time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(testContext(t), queue, m); err != nil {
+		t.Fatal(err)
 	}
 }
