@@ -99,12 +99,32 @@ type tab struct {
 	ctx context.Context
 }
 
+// stepTimeout bounds the steps of one do: a page that never shows what a
+// step waits for (an error page in place of the one expected) fails the
+// test saying what it shows, rather than holding it until the package's
+// timeout.
+const stepTimeout = 2 * time.Minute
+
 // do runs steps.
 func (b tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		b.t.Fatalf("%s: %v", what, err)
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.t.Fatalf("%s: %v; the page shows: %.2000s", what, err, b.shown())
 	}
+}
+
+// shown is the text of the page the tab shows, or why it could not be
+// read.
+func (b tab) shown() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+	if err != nil {
+		return fmt.Sprintf("(unread: %v)", err)
+	}
+	return text
 }
 
 // status runs steps that load a page, and returns its HTTP status.

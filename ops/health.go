@@ -391,16 +391,11 @@ func (r OverviewRequest) Check() error {
 // that shows both: the queues are read once. Its lists are those the
 // request bounds, the worst first: the verdict's STALLED reasons, the
 // queues with dead messages or failures, then those with a backlog or a
-// pause. Like the health check, its database work is bounded by
-// HealthCheckTimeout where that is shorter than the call timeout.
+// pause. Unlike the health check's, its database work has the call
+// timeout: the pages read every queue's stats with it, which a large
+// install on a loaded database may take longer than HealthCheckTimeout
+// for; the probes that use it bound it themselves.
 func (s *Service) Overview(ctx context.Context, req OverviewRequest) (_ Overview, err error) {
-	if s.usable(ctx, "Overview") == nil {
-		// The health verdict of the pages and probes, asked for most when
-		// something is wrong: bounded as the health check is.
-		var endCheck context.CancelFunc
-		ctx, endCheck = s.healthBound(ctx)
-		defer endCheck()
-	}
 	ctx, end, err := s.enter(ctx, "Overview", reads)
 	if err != nil {
 		return Overview{}, err

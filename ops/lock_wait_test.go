@@ -271,7 +271,10 @@ func TestHealthWhileCallsWaitingForALockHoldThePool(t *testing.T) {
 	waiting := newService(t, s, ops.Options{ReadLockWait: -1})
 	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
 	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
-	lock.Occupy(poolSize, func(ctx context.Context) { _, _ = waiting.Overview(ctx, ops.OverviewRequest{}) })
+	// A read of the queue's messages, which waits for the lock as long
+	// as its call may (the overview, bounded as the health check is,
+	// would let its connection go as soon as the check gave up).
+	lock.Occupy(poolSize, func(ctx context.Context) { _, _ = waiting.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q}) })
 
 	h, err := svc.HealthOrUnreachable(testContext(t))
 	if err != nil || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" ||

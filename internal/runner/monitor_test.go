@@ -399,7 +399,10 @@ func TestReadyzWhileCallsWaitingForALockHoldThePool(t *testing.T) {
 	}
 	base := serveMonitor(t, runner.NewMonitor(svc, slog.New(slog.DiscardHandler), nil))
 	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
-	lock.Occupy(poolSize, func(ctx context.Context) { _, _ = waiting.Overview(ctx, ops.OverviewRequest{}) })
+	// A read of the queue's messages, which waits for the lock as long
+	// as its call may (the overview, bounded as the health check is,
+	// would let its connection go as soon as the check gave up).
+	lock.Occupy(poolSize, func(ctx context.Context) { _, _ = waiting.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q}) })
 	if in, size := st.Pool().Stat().AcquiredConns(), st.Pool().Stat().MaxConns(); in != size {
 		t.Fatalf("%d of the pool's %d connections in use while %d calls wait for the lock; want all", in, size, poolSize)
 	}
