@@ -21,7 +21,7 @@ func (r DLQRetryRequest) Hint(why string) Hint {
 // Hint is r as a next step: the same discard, by its ids or by its filter.
 func (r DLQDiscardRequest) Hint(why string) Hint {
 	if len(r.IDs) > 0 {
-		return hint(OpDLQDiscard, why, "ids", r.IDs, "queue", r.Filter.Queue, "dry_run", r.DryRun)
+		return hint(OpDLQDiscard, why, "ids", r.IDs, "queue", r.Filter.Queue, "dry_run", r.DryRun, "confirm", r.Confirm)
 	}
 	return hint(OpDLQDiscard, why, r.Filter.hintArgs("limit", r.Limit, "dry_run", r.DryRun, "expect", r.Expect,
 		"confirm", r.Confirm, "all", r.All)...)

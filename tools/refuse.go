@@ -86,11 +86,14 @@ func refusing[In any](t mcp.Tool, op string, call func(In) (ops.Hint, error)) se
 
 // refusal is the answer of a read-only server to a call of write tool
 // tool: what happened, and what the agent can do about it, which is to
-// pass on the command h renders to.
+// pass on the command h renders to. The command confirms (--yes) only
+// what the call confirmed: a purge or discard the call did not confirm,
+// which a writable server would refuse until checked, is the command
+// that says what it would touch and changes nothing.
 func refusal(tool string, h ops.Hint) *mcp.CallToolResult {
 	command, why := vocab.CommandName(h.Op), ""
 	if len(h.Args) > 0 {
-		if full := vocab.Command(h); len(full) <= maxRefusalCommand {
+		if full := vocab.CallCommand(h); len(full) <= maxRefusalCommand {
 			command, why = full, h.Why
 		}
 	}

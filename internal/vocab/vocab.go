@@ -108,7 +108,18 @@ func CommandName(op string) string {
 }
 
 // Command renders a hint as a pgbus command line a person can run.
-func Command(h ops.Hint) string {
+func Command(h ops.Hint) string { return command(h, false) }
+
+// CallCommand renders a hint that repeats a call as it was made, as a
+// read-only server relays a write call it cannot make, as the command a
+// person can run instead. It passes --yes only when the call confirmed
+// (its confirm, and no dry run): a call that did not is the command
+// without it, which says what it would touch and changes nothing, so
+// that the person checks before they confirm.
+func CallCommand(h ops.Hint) string { return command(h, true) }
+
+// command renders h; asCalled confirms only what h's own confirm does.
+func command(h ops.Hint, asCalled bool) string {
 	c, ok := commands[h.Op]
 	if !ok {
 		return CommandName(h.Op)
@@ -162,7 +173,11 @@ func Command(h ops.Hint) string {
 			parts = append(parts, flag, w)
 		}
 	}
-	if needsYes(line, h) {
+	yes := needsYes(line, h)
+	if asCalled {
+		yes = h.Args["confirm"] == true && h.Args["dry_run"] != true
+	}
+	if yes {
 		parts = append(parts, "--yes")
 	}
 	if dashed {
@@ -173,7 +188,10 @@ func Command(h ops.Hint) string {
 
 // needsYes reports whether the command of h asks for --yes: bulk and
 // destructive commands (a discard by filter or of more than one id), and
-// whatever a hint confirms; never a dry run, which changes nothing.
+// whatever a hint confirms; never a dry run, which changes nothing. The
+// hints of such commands are the steps after a call that was checked or
+// confirmed (the rest of a discard stopped at its limit, say): a call
+// relayed as it was made is CallCommand's.
 func needsYes(line string, h ops.Hint) bool {
 	if h.Args["dry_run"] == true {
 		return false

@@ -37,6 +37,9 @@ func TestHintWording(t *testing.T) {
 			"pgbus dlq discard 7 7 --queue orders", `pgbus_dlq_discard {"ids":[7,7],"queue":"orders"}`},
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "orders", "confirm": true, "expect": "2-abc"}},
 			"pgbus dlq discard --expect 2-abc --queue orders --yes", `pgbus_dlq_discard {"confirm":true,"expect":"2-abc","queue":"orders"}`},
+		// The step after a discard stopped at its limit moves the rest.
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "billing", "limit": 2}},
+			"pgbus dlq discard --limit 2 --queue billing --yes", `pgbus_dlq_discard {"limit":2,"queue":"billing"}`},
 		{ops.Hint{Op: ops.OpQueueMessages, Args: map[string]any{"queue": "orders", "state": "retrying"}},
 			"pgbus queue messages orders --state retrying", `pgbus_queue_messages {"queue":"orders","state":"retrying"}`},
 		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"ids": []int64{4}, "queue": "orders", "payload": json.RawMessage(`{"note":"it's fixed"}`)}},
@@ -68,5 +71,28 @@ func TestHintWording(t *testing.T) {
 	}
 	if _, ok := vocab.Tool(ops.OpQueueCreate); ok {
 		t.Error("queue_create has no MCP tool, yet Tool says it has")
+	}
+}
+
+// A call relayed as a command (a read-only server's refusal) passes --yes
+// only when the call confirmed: one that did not is the command that says
+// what it would touch, whatever a hint of the same operation asks.
+func TestCallCommand(t *testing.T) {
+	for _, c := range []struct {
+		hint    ops.Hint
+		command string
+	}{
+		{ops.Hint{Op: ops.OpDLQPurge, Args: map[string]any{"older_than": "0s", "queue": "orders"}}, "pgbus dlq purge --older-than 0s --queue orders"},
+		{ops.Hint{Op: ops.OpDLQPurge, Args: map[string]any{"older_than": "0s", "queue": "orders", "confirm": true}}, "pgbus dlq purge --older-than 0s --queue orders --yes"},
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "billing", "limit": 2}}, "pgbus dlq discard --limit 2 --queue billing"},
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"ids": []int64{7, 8}, "queue": "orders"}}, "pgbus dlq discard 7 8 --queue orders"},
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"ids": []int64{7, 8}, "queue": "orders", "confirm": true}}, "pgbus dlq discard 7 8 --queue orders --yes"},
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "orders", "limit": 2, "expect": "2-abc", "confirm": true}}, "pgbus dlq discard --expect 2-abc --limit 2 --queue orders --yes"},
+		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 5}}, "pgbus dlq retry-all --limit 5 --queue orders"},
+		{ops.Hint{Op: ops.OpDLQPurge, Args: map[string]any{"older_than": "7d", "dry_run": true, "confirm": true}}, "pgbus dlq purge --dry-run --older-than 7d"},
+	} {
+		if got := vocab.CallCommand(c.hint); got != c.command {
+			t.Errorf("CallCommand(%+v) = %q, want %q", c.hint, got, c.command)
+		}
 	}
 }
