@@ -20,8 +20,8 @@ import (
 // On a read-only server over Streamable HTTP, tools/list names no write
 // tool, yet a call of one is answered as a tool error that says the server
 // is read-only and names the pgbus command an operator can run, with the
-// call's own arguments (arguments that cannot be read get the error a
-// writable server gives);
+// call's own arguments (arguments that cannot be read, or a call no
+// server could make, get the error a writable server gives);
 // the database, audit log included, is as it was.
 func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 	t.Parallel()
@@ -92,9 +92,6 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_circuit_reset", map[string]any{"name": breaker}, "pgbus circuit reset " + breaker},
 		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "1h30m"}, "pgbus circuit open " + breaker + " --for 1h30m"},
 		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "2h", "reason": "bank's maintenance"}, "pgbus circuit open " + breaker + ` --for 2h --reason 'bank'\''s maintenance'`},
-
-		// Arguments that make no request leave the command without them.
-		{"pgbus_circuit_reset", nil, "pgbus circuit reset"},
 	} {
 		res, ok := callForError(ctx, t, c, tc.tool, tc.args)
 		if !ok {
@@ -118,9 +115,10 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		}
 		checkRefusalMeta(t, res, tc.tool, tc.command)
 	}
-	// Arguments that cannot be read are answered as a writable server
-	// answers them, with what to fix: the bare command they left was
-	// another call (a purge's of every DLQ and every age).
+	// Arguments that cannot be read, or make a call no server could make,
+	// are answered as a writable server answers them, with what to fix:
+	// the bare command they left was another call (a purge's of every DLQ
+	// and every age), or one that fails.
 	for _, tc := range []struct {
 		tool string
 		args any
@@ -135,6 +133,9 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_queue_resume", []any{held}, "arguments must be a JSON object"},
 		{"pgbus_queue_run_now", map[string]any{"queue": true}, "argument queue must be a string"},
 		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "a while"}, `for "a while" is not a duration`},
+		// Arguments that make no request, as the writable server checks them.
+		{"pgbus_circuit_reset", nil, "name is required"},
+		{"pgbus_circuit_open", map[string]any{"name": breaker, "for": "30d"}, "for 30d is out of range"},
 	} {
 		res, ok := callForError(ctx, t, c, tc.tool, tc.args)
 		if !ok {

@@ -72,27 +72,9 @@ func (f DeadFilter) describe() string {
 // commas name the messages of the filter's queue. limit is the call's, which
 // the dry run it suggests for an expect it cannot read repeats.
 func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun bool, f DeadFilter, limit int) (string, error) {
-	expect = strings.TrimSpace(expect)
-	switch {
-	case expect == "":
-		return "", nil
-	case dryRun:
-		return "", invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
-	case strings.Trim(expect, "0123456789,+ ") != "": // not ids (signed ones are refused below)
-		return expect, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.moveArgs("limit", limit, "dry_run", true)...))
-	case f.Queue == "":
-		return "", invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
-	}
-	var ids []int64
-	for w := range strings.FieldsFuncSeq(expect, func(r rune) bool { return r == ',' || r == ' ' }) {
-		id, err := ParseID(w)
-		if err != nil {
-			return "", invalidf("expect %q is not an id: give message ids (msg_id in the DLQ list) separated by commas, each %s", clip(w, 30), IDForm)
-		}
-		ids = append(ids, id)
-	}
-	if len(ids) == 0 {
-		return "", invalidf("expect holds no id: give the expect of a dry run, or message ids separated by commas")
+	token, ids, err := readExpect(op, expect, dryRun, f, limit)
+	if err != nil || ids == nil {
+		return token, err
 	}
 	use := store.DeadSetRetry
 	if op == OpDLQDiscard {
@@ -100,6 +82,34 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 	}
 	tok, err := s.store.DeadIDsToken(ctx, use, f.Queue, ids)
 	return tok, explain(err, hint(OpQueueStats, "lists the queues there are"))
+}
+
+// readExpect reads the expect of a call by filter without the database,
+// as expectToken takes it: none, a dry run's expect (token), or ids of
+// the filter's queue.
+func readExpect(op, expect string, dryRun bool, f DeadFilter, limit int) (token string, ids []int64, err error) {
+	expect = strings.TrimSpace(expect)
+	switch {
+	case expect == "":
+		return "", nil, nil
+	case dryRun:
+		return "", nil, invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
+	case strings.Trim(expect, "0123456789,+ ") != "": // not ids (signed ones are refused below)
+		return expect, nil, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.moveArgs("limit", limit, "dry_run", true)...))
+	case f.Queue == "":
+		return "", nil, invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
+	}
+	for w := range strings.FieldsFuncSeq(expect, func(r rune) bool { return r == ',' || r == ' ' }) {
+		id, err := ParseID(w)
+		if err != nil {
+			return "", nil, invalidf("expect %q is not an id: give message ids (msg_id in the DLQ list) separated by commas, each %s", clip(w, 30), IDForm)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return "", nil, invalidf("expect holds no id: give the expect of a dry run, or message ids separated by commas")
+	}
+	return "", ids, nil
 }
 
 // ChangedCause returns what changed, as a refusal wrapping ErrChanged says

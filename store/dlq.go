@@ -462,6 +462,15 @@ func (s *Store) resolveDLQ(ctx context.Context, name string) (string, error) {
 	return dlq, nil
 }
 
+// CheckDeadQueue returns the error an operation on the dead messages of
+// queue name (orders, or its DLQ orders_dlq) gives for the name alone: a
+// priority level's (LevelError, ErrInvalid) or one of a queue without a
+// DLQ (ErrNotFound); nil when its DLQ exists. It only reads.
+func (s *Store) CheckDeadQueue(ctx context.Context, name string) error {
+	_, err := s.resolveDLQ(ctx, name)
+	return err
+}
+
 // dlqMissing is the error of a DLQ that does not exist. The name of a
 // priority level (orders_p1), whose messages die in the DLQ of its queue,
 // is refused as invalid, naming that queue, as every other refusal of a

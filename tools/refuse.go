@@ -15,64 +15,75 @@ import (
 const maxRefusalCommand = 4 << 10
 
 // Refusals returns, on a read-only operations layer, the write tools that
-// All leaves out, each with a handler that changes nothing and calls no
-// operation: it answers a tool error naming the pgbus command an operator
-// can run to do what the call asked, with its arguments when they can be
-// read. On a writable layer it returns none.
+// All leaves out, each with a handler that changes nothing: it checks the
+// call as the operation would (ops.Service.CheckCall, which only reads),
+// answering a call no server could make with the error a writable server
+// gives, and any other with a tool error naming the pgbus command an
+// operator can run to do what the call asked, with its arguments when
+// they can be read. On a writable layer it returns none.
 func Refusals(d Deps) []server.ServerTool {
 	if !d.Ops.ReadOnly() {
 		return nil
 	}
 	return []server.ServerTool{
-		refusing(dlqRetryTool(), ops.OpDLQRetry, func(in DLQRetryInput) (ops.Hint, error) {
+		refusing(d, dlqRetryTool(), ops.OpDLQRetry, func(in DLQRetryInput) (any, ops.Hint, error) {
 			req, err := in.request()
-			return req.Hint(""), err
+			return req, req.Hint(""), err
 		}),
-		refusing(dlqDiscardTool(), ops.OpDLQDiscard, func(in DLQDiscardInput) (ops.Hint, error) {
+		refusing(d, dlqDiscardTool(), ops.OpDLQDiscard, func(in DLQDiscardInput) (any, ops.Hint, error) {
 			req, err := in.request()
-			return req.Hint(""), err
+			return req, req.Hint(""), err
 		}),
-		refusing(dlqRestoreTool(), ops.OpDLQRestore, func(in DLQRestoreInput) (ops.Hint, error) {
-			return in.request().Hint(""), nil
+		refusing(d, dlqRestoreTool(), ops.OpDLQRestore, func(in DLQRestoreInput) (any, ops.Hint, error) {
+			req := in.request()
+			return req, req.Hint(""), nil
 		}),
-		refusing(dlqPurgeTool(), ops.OpDLQPurge, func(in DLQPurgeInput) (ops.Hint, error) {
+		refusing(d, dlqPurgeTool(), ops.OpDLQPurge, func(in DLQPurgeInput) (any, ops.Hint, error) {
 			req, err := in.request()
-			return req.Hint(""), err
+			return req, req.Hint(""), err
 		}),
-		refusing(queuePauseTool(), ops.OpQueuePause, func(in QueuePauseInput) (ops.Hint, error) {
-			return in.request().Hint(ops.OpQueuePause, ""), nil
+		refusing(d, queuePauseTool(), ops.OpQueuePause, func(in QueuePauseInput) (any, ops.Hint, error) {
+			req := in.request()
+			return req, req.Hint(ops.OpQueuePause, ""), nil
 		}),
-		refusing(queueResumeTool(), ops.OpQueueResume, func(in QueuePauseInput) (ops.Hint, error) {
-			return in.request().Hint(ops.OpQueueResume, ""), nil
+		refusing(d, queueResumeTool(), ops.OpQueueResume, func(in QueuePauseInput) (any, ops.Hint, error) {
+			req := in.request()
+			return req, req.Hint(ops.OpQueueResume, ""), nil
 		}),
-		refusing(queueRunNowTool(), ops.OpQueueRunNow, func(in QueueRunNowInput) (ops.Hint, error) {
-			return in.request().Hint(""), nil
+		refusing(d, queueRunNowTool(), ops.OpQueueRunNow, func(in QueueRunNowInput) (any, ops.Hint, error) {
+			req := in.request()
+			return req, req.Hint(""), nil
 		}),
-		refusing(circuitResetTool(), ops.OpCircuitReset, func(in CircuitResetInput) (ops.Hint, error) {
-			return in.request().Hint(""), nil
+		refusing(d, circuitResetTool(), ops.OpCircuitReset, func(in CircuitResetInput) (any, ops.Hint, error) {
+			req := in.request()
+			return req, req.Hint(""), nil
 		}),
-		refusing(circuitOpenTool(), ops.OpCircuitOpen, func(in CircuitOpenInput) (ops.Hint, error) {
+		refusing(d, circuitOpenTool(), ops.OpCircuitOpen, func(in CircuitOpenInput) (any, ops.Hint, error) {
 			req, err := in.request()
-			return req.Hint(""), err
+			return req, req.Hint(""), err
 		}),
 	}
 }
 
 // refusing is tool t answering every call with a refusal. The call's
 // arguments are read as the real tool reads them and turned by call into
-// the same operation as a hint. Arguments that cannot be read, or make no
-// request, are answered as the real tool answers them: as the command
-// they would leave, the bare command of op, does something else (a
-// purge's of every DLQ and every age).
-func refusing[In any](t mcp.Tool, op string, call func(In) (ops.Hint, error)) server.ServerTool {
+// the same operation's request and the request as a hint. Arguments that
+// cannot be read, or a request its operation op would refuse, are
+// answered as the real tool answers them: the command they would leave
+// would fail, or do something else (a purge's of every DLQ and every
+// age).
+func refusing[In any](d Deps, t mcp.Tool, op string, call func(In) (any, ops.Hint, error)) server.ServerTool {
 	return server.ServerTool{
 		Tool: t,
-		Handler: func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var in In
 			if err := decodeArgs(req, &in); err != nil {
 				return errorResult(err, true), nil
 			}
-			h, err := call(in)
+			r, h, err := call(in)
+			if err == nil {
+				err = d.Ops.CheckCall(ctx, op, r)
+			}
 			if err != nil {
 				return errorResult(err, true), nil
 			}
