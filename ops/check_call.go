@@ -46,11 +46,11 @@ func (s *Service) CheckCall(ctx context.Context, op string, req any) error {
 	case DLQRetryRequest:
 		check = s.checkRetryCall(ctx, r)
 	case DLQDiscardRequest:
-		check = s.checkMoveCall(ctx, OpDLQDiscard, r.IDs, r.Filter, r.Limit, r.Expect, r.DryRun)
+		check = s.checkMoveCall(ctx, OpDLQDiscard, r.IDs, r.Filter, r.Limit, r.Expect, r.DryRun, r.onQueue)
 	case DLQRestoreRequest:
-		check = s.checkDeadQueue(ctx, r.Queue, hint(OpQueueStats, "lists the queues there are"))
+		check = s.checkDeadQueue(ctx, r.Queue, r.onQueue, hint(OpQueueStats, "lists the queues there are"))
 	case DLQPurgeRequest:
-		check = s.checkDeadQueue(ctx, r.Queue, hint(OpQueueStats, "lists the queues there are"))
+		check = s.checkDeadQueue(ctx, r.Queue, nil, hint(OpQueueStats, "lists the queues there are"))
 	case QueueRequest:
 		if op == OpQueuePause || op == OpQueueResume {
 			check = s.refuseLevel(ctx, op, r.Queue)
@@ -67,11 +67,11 @@ func (s *Service) CheckCall(ctx context.Context, op string, req any) error {
 // checkRetryCall is CheckCall of a retry: as a move, and by one id with a
 // corrected payload, the payload's type against the stored one's.
 func (s *Service) checkRetryCall(ctx context.Context, r DLQRetryRequest) error {
-	if err := s.checkMoveCall(ctx, OpDLQRetry, r.IDs, r.Filter, r.Limit, r.Expect, r.DryRun); err != nil || len(r.IDs) == 0 || len(r.Payload) == 0 {
+	if err := s.checkMoveCall(ctx, OpDLQRetry, r.IDs, r.Filter, r.Limit, r.Expect, r.DryRun, r.onQueue); err != nil || len(r.IDs) == 0 || len(r.Payload) == 0 {
 		return err
 	}
 	ids, _ := checkIDs(r.IDs)
-	loc, err := s.locate(ctx, r.Filter.Queue, ids)
+	loc, err := s.locate(ctx, r.Filter.Queue, ids, r.onQueue)
 	if err != nil || len(loc.targets) != 1 {
 		return err
 	}
@@ -80,11 +80,12 @@ func (s *Service) checkRetryCall(ctx context.Context, r DLQRetryRequest) error {
 
 // checkMoveCall is CheckCall of a retry or discard: by ids, where they
 // are; by filter, its times, its group, its expect and its queue, in the
-// order the operation checks them.
-func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f DeadFilter, limit int, expect string, dryRun bool) error {
+// order the operation checks them. redo is the call on another queue
+// (levelRedo).
+func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f DeadFilter, limit int, expect string, dryRun bool, redo func(queue string) Hint) error {
 	if len(ids) > 0 {
 		ids, _ = checkIDs(ids)
-		_, err := s.locate(ctx, f.Queue, ids)
+		_, err := s.locate(ctx, f.Queue, ids, redo)
 		return err
 	}
 	limit, _ = bulkLimit(limit)
@@ -98,17 +99,19 @@ func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f D
 	if _, _, err := readExpect(op, expect, dryRun, f, limit); err != nil {
 		return err
 	}
-	return s.checkDeadQueue(ctx, f.Queue, hint(OpDLQSummary, "shows the groups there are"))
+	return s.checkDeadQueue(ctx, f.Queue, nil, hint(OpDLQSummary, "shows the groups there are"))
 }
 
 // checkDeadQueue refuses the name of a queue whose dead messages a call
 // asks for, as its operation does: a priority level's, or one of a queue
-// without a DLQ. "" (every DLQ) passes.
-func (s *Service) checkDeadQueue(ctx context.Context, queue string, next Hint) error {
+// without a DLQ, with the steps of its operation: redo on the queue of a
+// level (levelRedo), then next. "" (every DLQ) passes.
+func (s *Service) checkDeadQueue(ctx context.Context, queue string, redo func(queue string) Hint, next Hint) error {
 	if queue = strings.TrimSpace(queue); queue == "" {
 		return nil
 	}
-	return explain(s.store.CheckDeadQueue(ctx, queue), next)
+	err := s.store.CheckDeadQueue(ctx, queue)
+	return explain(err, append(levelRedo(err, redo), next)...)
 }
 
 // checkResetCall is CheckCall of a reset: a breaker opened by hand, whose

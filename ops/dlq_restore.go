@@ -253,12 +253,7 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 	rep, err := s.store.RestoreDead(ctx, req.Queue, ids, req.DryRun)
 	switch {
 	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid):
-		redo := levelRedo(err, func(q string) Hint {
-			r := req
-			r.Queue = q
-			return r.Hint(onLevelWhy(q))
-		})
-		return DLQRestore{}, explain(err, append(redo, hint(OpQueueStats, "lists the queues there are"))...)
+		return DLQRestore{}, explain(err, append(levelRedo(err, req.onQueue), hint(OpQueueStats, "lists the queues there are"))...)
 	case errors.Is(err, ErrChanged):
 		// A purge or another restore took some of the rows first.
 		return DLQRestore{}, &Error{Msg: err.Error(), Err: err,

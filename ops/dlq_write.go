@@ -288,11 +288,7 @@ var errExpectWithIDs = invalidf("expect applies to a call by filter; a call by i
 // retryIDs is DLQRetry by ids, of a request checked already.
 func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.RetryOptions) (DLQRetry, error) {
 	ids, _ := checkIDs(req.IDs)
-	loc, err := s.locate(ctx, req.Filter.Queue, ids, func(q string) Hint {
-		r := req
-		r.Filter.Queue = q
-		return r.Hint(onLevelWhy(q))
-	})
+	loc, err := s.locate(ctx, req.Filter.Queue, ids, req.onQueue)
 	if err != nil {
 		return DLQRetry{}, err
 	}
@@ -811,11 +807,7 @@ func guardedDiscardHint(req DLQDiscardRequest, expect string) Hint {
 // discardIDs is DLQDiscard by ids, of a request checked already.
 func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDiscard, error) {
 	ids, _ := checkIDs(req.IDs)
-	loc, err := s.locate(ctx, req.Filter.Queue, ids, func(q string) Hint {
-		r := req
-		r.Filter.Queue = q
-		return r.Hint(onLevelWhy(q))
-	})
+	loc, err := s.locate(ctx, req.Filter.Queue, ids, req.onQueue)
 	if err != nil {
 		return DLQDiscard{}, err
 	}

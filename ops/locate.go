@@ -246,3 +246,21 @@ func levelRedo(err error, redo func(queue string) Hint) []Hint {
 func onLevelWhy(queue string) string {
 	return "the same call on queue " + queue + ", whose DLQ holds the dead messages of all its levels"
 }
+
+// onQueue is r again on queue: levelRedo's step for a retry.
+func (r DLQRetryRequest) onQueue(queue string) Hint {
+	r.Filter.Queue = queue
+	return r.Hint(onLevelWhy(queue))
+}
+
+// onQueue is r again on queue: levelRedo's step for a discard.
+func (r DLQDiscardRequest) onQueue(queue string) Hint {
+	r.Filter.Queue = queue
+	return r.Hint(onLevelWhy(queue))
+}
+
+// onQueue is r again on queue: levelRedo's step for a restore.
+func (r DLQRestoreRequest) onQueue(queue string) Hint {
+	r.Queue = queue
+	return r.Hint(onLevelWhy(queue))
+}
