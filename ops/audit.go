@@ -372,7 +372,7 @@ type AuditPage struct {
 	Items      []AuditEntry `json:"items" jsonschema_description:"Write operations, newest first."`
 	NextCursor string       `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor for the next page. Absent on the last page."`
 	Notes      []string     `json:"notes" jsonschema_description:"What was left out or shortened."`
-	Next       []Hint       `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
+	Next       []Hint       `json:"next" jsonschema_description:"What to do next: the next page, when there is one."`
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
 	Asks []Ask `json:"-"`

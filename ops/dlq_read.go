@@ -266,7 +266,7 @@ type DLQList struct {
 	Items      []DeadItem `json:"items" jsonschema_description:"Dead messages, newest first, without payload or backtrace."`
 	NextCursor string     `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same filters, for the next page. Absent on the last page."`
 	Notes      []string   `json:"notes" jsonschema_description:"What was shortened or hidden."`
-	Next       []Hint     `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened."`
+	Next       []Hint     `json:"next" jsonschema_description:"What to do next: the next page, when there is one."`
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
 	Asks []Ask `json:"-"`
@@ -324,10 +324,12 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 	}
 	if limit < asked {
 		shrunkNote(&out.Notes, &out.Asks, len(out.Items), asked, out.NextCursor != "")
-		if out.NextCursor != "" {
-			fl := req.Filter
-			out.Next = append(out.Next, hint(OpDLQList, "the next page", fl.hintArgs("cursor", out.NextCursor, "limit", limit)...))
-		}
+	}
+	if out.NextCursor != "" {
+		// Every page with more after it says how to go on, whether or not
+		// it was shortened: the cursor needs the same filters with it, and
+		// the limit this page fitted in.
+		out.Next = append(out.Next, hint(OpDLQList, "the next page", req.Filter.hintArgs("cursor", out.NextCursor, "limit", limit)...))
 	}
 	return out, nil
 }

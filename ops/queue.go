@@ -224,7 +224,7 @@ type LiveMessages struct {
 	Items      []LiveMessage `json:"items" jsonschema_description:"Live messages, oldest first; of a queue with priority levels, level 0 first (read first), then level 1, and so on."`
 	NextCursor string        `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same queue and state, for the next page. Absent on the last page."`
 	Notes      []string      `json:"notes" jsonschema_description:"What was hidden or shortened."`
-	Next       []Hint        `json:"next" jsonschema_description:"What to do next: the next page, when this one was shortened; running retrying messages now, when the page has some."`
+	Next       []Hint        `json:"next" jsonschema_description:"What to do next: the next page, when there is one; running retrying messages now, when the page has some."`
 	// Asks say how to see what notes say was hidden, for each front end
 	// to word (WordAsks).
 	Asks []Ask `json:"-"`
@@ -300,9 +300,11 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	out.Next = []Hint{}
 	if limit < asked {
 		shrunkNote(&out.Notes, &out.Asks, len(out.Items), asked, out.NextCursor != "")
-		if out.NextCursor != "" {
-			out.Next = append(out.Next, hint(OpQueueMessages, "the next page", "queue", req.Queue, "state", req.State, "cursor", out.NextCursor, "limit", limit))
-		}
+	}
+	if out.NextCursor != "" {
+		// Every page with more after it says how to go on, whether or not
+		// it was shortened, with the limit this page fitted in.
+		out.Next = append(out.Next, hint(OpQueueMessages, "the next page", "queue", req.Queue, "state", req.State, "cursor", out.NextCursor, "limit", limit))
 	}
 	if slices.ContainsFunc(out.Items, func(m LiveMessage) bool { return m.State == store.StateRetrying }) {
 		out.Next = append(out.Next, QueueRunNowRequest{Queue: req.Queue}.Hint("once what failed them is fixed, runs the retrying messages now instead of after their backoff"))
