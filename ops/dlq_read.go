@@ -456,19 +456,20 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 		return DeadMessage{}, err
 	}
 	defer release()
-	return s.deadView(m, req.IncludePayload, req.FullHistory), nil
+	return s.deadView(m, req.IncludePayload, req.FullHistory, s.droppedStats(ctx, baseQueue(m.DLQ))), nil
 }
 
 // deadView is the view of a dead message, cut step by step until it fits
-// the response bound.
-func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMessage {
+// the response bound. dropped is its queue's stats when the queue was
+// dropped, its DLQ left behind, and nil otherwise.
+func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool, dropped *store.QueueStats) DeadMessage {
 	b := s.opts.Bounds
 	if full {
 		b.History = max(b.History, len(m.History))
 	}
 	// Each step views the same payload, redacted and searched once.
 	pay := &payloadOnce{}
-	out := s.deadViewWith(m, askedPayload, full, b, pay)
+	out := s.deadViewWith(m, askedPayload, full, b, pay, dropped)
 	cut := false
 	for step := 0; b.over(out); step++ {
 		tb, ok := b.tighter(step)
@@ -476,7 +477,7 @@ func (s *Service) deadView(m store.DeadMessage, askedPayload, full bool) DeadMes
 			break
 		}
 		b, cut = tb, true
-		out = s.deadViewWith(m, askedPayload, full, b, pay)
+		out = s.deadViewWith(m, askedPayload, full, b, pay, dropped)
 	}
 	if cut {
 		askOp(&out.Notes, &out.Asks, AskWhole, OpDLQShow, budgetNote)
@@ -491,7 +492,7 @@ type payloadOnce struct {
 	fields *fieldValues
 }
 
-func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b Bounds, pay *payloadOnce) DeadMessage {
+func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b Bounds, pay *payloadOnce, dropped *store.QueueStats) DeadMessage {
 	v := s.viewerWith(askedPayload, b)
 	out := DeadMessage{
 		DLQ: m.DLQ, Queue: baseQueue(m.DLQ), MsgID: m.MsgID, Kind: shownKind(m.Kind), ReadCount: m.ReadCount,
@@ -554,6 +555,13 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 			strings.TrimPrefix(retry.Why, "once the cause is fixed, "))
 	}
 	out.Next = []Hint{retry, hint(OpDLQDiscard, "if it must never run", "queue", m.DLQ, "ids", ids)}
+	if dropped != nil {
+		// A retry would fail: it has no queue to go back to until the
+		// queue is made again, as it was.
+		note(fmt.Sprintf("queue %q was dropped, so a retry cannot put this message back until the queue is created again", dropped.Queue))
+		retry.Why += ", once the queue is created again"
+		out.Next = []Hint{recreateHint(*dropped), retry, out.Next[1]}
+	}
 	return out
 }
 

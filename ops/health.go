@@ -550,15 +550,40 @@ func (s *Service) recordedSchema(ctx context.Context) (store.MigrationStatus, er
 // dropped (outside pgbus): to retry them the queue must be made again, as
 // it was; to be rid of them, discarded, then purged from the archive.
 func (s *Service) checkDropped(h *Health, q store.QueueStats) {
-	create := hint(OpQueueCreate, "creates the queue again, so that they can be retried", "queue", q.Queue)
-	if q.Priorities > 0 {
-		create = hint(OpQueueCreate, "creates the queue again with its priority levels, so that they can be retried", "queue", q.Queue, "priorities", q.Priorities)
-	}
 	h.add(HealthDegraded, "dlq_of_dropped_queue", q.Queue, fmt.Sprintf("queue %q was dropped but its DLQ %s holds %d dead %s", q.Queue, q.DLQ, q.DLQDepth, plural.Of(q.DLQDepth, "message", "messages")),
 		hint(OpDLQSummary, "groups them by cause", "queue", q.Queue),
-		create,
+		recreateHint(q),
 		hint(OpDLQDiscard, "previews discarding them to the DLQ's archive, where a purge deletes them for good", "queue", q.Queue,
 			"limit", int(min(q.DLQDepth, DefaultBulkLimit)), "dry_run", true))
+}
+
+// recreateHint is the step that creates a dropped queue again, with its
+// priority levels, so that the dead messages its DLQ holds can be retried:
+// health's for the queue and the view's of one of its messages alike.
+func recreateHint(q store.QueueStats) Hint {
+	if q.Priorities > 0 {
+		return hint(OpQueueCreate, "creates the queue again with its priority levels, so that its dead messages can be retried", "queue", q.Queue, "priorities", q.Priorities)
+	}
+	return hint(OpQueueCreate, "creates the queue again, so that its dead messages can be retried", "queue", q.Queue)
+}
+
+// droppedStats returns the stats of queue when it was dropped while its
+// DLQ holds dead messages, as health reports it; nil when the queue is
+// there, or when that cannot be told. Its first table is looked up first,
+// so that a queue that is there costs one look-up more.
+func (s *Service) droppedStats(ctx context.Context, queue string) *store.QueueStats {
+	physical, err := s.store.PhysicalQueues(ctx, queue)
+	if err != nil || len(physical) == 0 {
+		return nil
+	}
+	if there, err := s.store.QueueExists(ctx, physical[0]); err != nil || there {
+		return nil
+	}
+	stats, err := s.store.QueueStats(ctx, queue, store.QueueStatsOptions{})
+	if err != nil || len(stats) != 1 || !stats[0].Dropped {
+		return nil
+	}
+	return &stats[0]
 }
 
 // checkServedDropped notes the queues that running worker processes serve
