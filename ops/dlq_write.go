@@ -242,6 +242,12 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		return DLQRetry{}, explain(err, clearDeadlineHint(again, DLQRetry{}))
 	}
 	cut := err != nil && underWay && cutOff(err)
+	if gone := store.QueueGoneOf(err); gone != "" && opts.Expect != "" && !req.DryRun {
+		// A guarded retry moves its whole set or nothing: once the queue
+		// is made again, the same call moves it, as the set is unchanged.
+		return DLQRetry{}, explain(err, s.createAgainHint(ctx, gone, "creates queue "+gone+" again, so that its dead messages have somewhere to go back to"),
+			req.Hint("the same call, once the queue is created again, moves exactly these messages or nothing"))
+	}
 	if err != nil && (req.DryRun || rep.Retried == 0 && !cut) {
 		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
 	}
@@ -255,10 +261,12 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	err = partlyDoneOrNone(err, cut, "retrying", int64(rep.Retried), int64(limit), again.Hint(""))
 	out = retryResult(rep)
-	if !req.DryRun || rep.DeadlinesPassed == 0 {
-		// A dry run that found deadlines passed, not clearing them, gives
-		// no expect: the call guarded by it would refuse the whole set for
-		// them. Its next step, the dry run clearing them, gives one.
+	if rep.Retried > 0 && (!req.DryRun || rep.DeadlinesPassed == 0) {
+		// A dry run that would move nothing has no set to guard: a call
+		// with its token would move nothing either. One that found
+		// deadlines passed, not clearing them, gives no expect: the call
+		// guarded by it would refuse the whole set for them. Its next
+		// step, the dry run clearing them, gives one.
 		out.Expect = rep.Token
 	}
 	out.LimitReached = rep.More
@@ -455,12 +463,12 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 	for _, gone := range r.gone {
 		creates = append(creates, s.createAgainHint(ctx, gone, "creates queue "+gone+" again, so that its dead messages have somewhere to go back to; then the same retry"))
 	}
-	guarded := r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed == 0
-	if guarded && len(creates) > 0 {
-		// First: the call guarded by this dry run's expect refuses the
-		// whole set while a queue of it is gone.
+	if r.DryRun {
+		// Before the real call, which a guarded call by this dry run's
+		// expect refuses, moving nothing, while a queue of its set is gone.
 		next, creates = append(next, creates...), nil
 	}
+	guarded := r.DryRun && r.Expect != "" && r.Retried > 0 && r.DeadlinesPassed == 0
 	switch {
 	case r.DryRun && len(req.IDs) == 0 && r.DeadlinesPassed > 0:
 		// No expect, which the guarded call would refuse: the dry run

@@ -287,7 +287,12 @@ func (e queueGone) Unwrap() error { return e.err }
 
 // goneQueue returns the queue whose absence err says kept a dead message
 // from going back, or "".
-func goneQueue(err error) string {
+func goneQueue(err error) string { return QueueGoneOf(err) }
+
+// QueueGoneOf returns the queue that no longer exists for a dead message
+// to go back to, when that is why err refused a retry (as a guarded one,
+// which then moved nothing); "" otherwise.
+func QueueGoneOf(err error) string {
 	var g queueGone
 	if errors.As(err, &g) {
 		return g.queue
