@@ -453,7 +453,6 @@ func retryResult(rep store.RetryReport) DLQRetry {
 
 func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest) []Hint {
 	next := []Hint{}
-	q := req.Filter.Queue
 	if r.DeadlinesPassed > 0 {
 		// First: the call the rest would fail without (a guarded call by
 		// this dry run's expect refuses the whole set).
@@ -491,7 +490,9 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 	}
 	next = append(next, creates...)
 	if r.NotFound+r.Failed > 0 {
-		next = append(next, hint(OpDLQList, "shows what is still dead", "queue", q))
+		// With the call's filters, all of them: the queue alone, or none
+		// for a call by group or kind, would list other messages too.
+		next = append(next, hint(OpDLQList, "shows what is still dead", req.Filter.hintArgs()...))
 	}
 	dlqs, ambiguous := ambiguousByDLQ(r.Outcomes)
 	for _, d := range dlqs {

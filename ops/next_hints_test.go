@@ -30,7 +30,7 @@ func hintFilter(t *testing.T, h ops.Hint) (ops.DeadFilter, int) {
 		limit = v.(int)
 	}
 	return ops.DeadFilter{Queue: str("queue"), Kind: str("kind"), ErrorClass: str("error_class"), Reason: str("reason"),
-		Since: str("since"), Until: str("until"), Text: str("text")}, limit
+		Since: str("since"), Until: str("until"), Text: str("text"), Group: str("group")}, limit
 }
 
 func findHint(t *testing.T, hints []ops.Hint, op string) ops.Hint {

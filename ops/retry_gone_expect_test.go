@@ -105,3 +105,55 @@ func TestRetryDryRunPartlyIntoAGoneQueueCreatesItFirst(t *testing.T) {
 		t.Fatalf("the guarded call, once the queue is back: %+v, %v; want the 3 retried", r, err)
 	}
 }
+
+// A retry by a group's key that leaves messages dead (their queue is
+// gone) points at what is still dead with the same filter: followed, the
+// list shows the group's messages, not every dead message of every DLQ.
+func TestRetryByGroupListsWhatIsStillDeadOfTheGroup(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	want := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Class: "smtp.Down", Message: "smtp down"})
+	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Class: "bad.Input", Message: "no address"})
+	pgtest.DropOutside(t, s, q)
+	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: q, ErrorClass: "smtp.Down"}})
+	if err != nil || len(sum.Groups) != 1 {
+		t.Fatalf("summary of the class: %+v, %v; want its one group", sum, err)
+	}
+	group := sum.Groups[0].Group
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Group: group}, Limit: 10})
+	if err != nil || r.Failed != 3 {
+		t.Fatalf("retry of the group: %+v, %v; want its 3 failed", r, err)
+	}
+	var still ops.Hint
+	for _, h := range r.Next {
+		if h.Op == ops.OpDLQList && strings.Contains(h.Why, "still dead") {
+			still = h
+		}
+	}
+	if still.Args["group"] != group {
+		t.Fatalf("retry of the group: next %+v; want what is still dead listed with the group %s", r.Next, group)
+	}
+	f, limit := hintFilter(t, still)
+	page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: f, Limit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]bool{}
+	for _, it := range page.Items {
+		if it.DLQ != store.DLQName(q) {
+			t.Errorf("the list of what is still dead shows message %d of %s", it.MsgID, it.DLQ)
+		}
+		got[it.MsgID] = true
+	}
+	if len(page.Items) != len(want) {
+		t.Errorf("the list of what is still dead shows %d messages; want the group's %d", len(page.Items), len(want))
+	}
+	for _, id := range want {
+		if !got[id] {
+			t.Errorf("the list of what is still dead leaves out message %d of the group", id)
+		}
+	}
+}
