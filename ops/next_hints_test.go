@@ -492,7 +492,7 @@ func TestQueueMessagesOfADroppedQueue(t *testing.T) {
 // says the queue is not served and points at the worker processes.
 func TestNoStartWorkerHintWithoutHandlers(t *testing.T) {
 	t.Parallel()
-	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	s := isolatedStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
 	if _, err := s.Send(ctx, q, store.NewMessage{Payload: []byte(`{}`)}); err != nil {

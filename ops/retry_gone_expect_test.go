@@ -16,7 +16,7 @@ import (
 // create the queue again, then the same call, which then moves the set.
 func TestRetryDryRunIntoAGoneQueueGivesNoExpect(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its filters read every DLQ, which other tests drop
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
@@ -71,7 +71,7 @@ func TestRetryDryRunIntoAGoneQueueGivesNoExpect(t *testing.T) {
 // or nothing: followed in order, the steps move it all.
 func TestRetryDryRunPartlyIntoAGoneQueueCreatesItFirst(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its filters read every DLQ, which other tests drop
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	kind := uniqueName("kind")
@@ -111,7 +111,7 @@ func TestRetryDryRunPartlyIntoAGoneQueueCreatesItFirst(t *testing.T) {
 // list shows the group's messages, not every dead message of every DLQ.
 func TestRetryByGroupListsWhatIsStillDeadOfTheGroup(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its filters read every DLQ, which other tests drop
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)

@@ -269,14 +269,14 @@ func TestQueueOpsOfALevelNameTheQueue(t *testing.T) {
 // queue first; followed in that order, the steps move both messages.
 func TestGuardedRetryOverAQueueThatIsGone(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its filter reads every DLQ, which other tests drop
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	gone, kept := newQueue(t, s, nil), newQueue(t, s, nil)
 	kind := uniqueName("charge")
 	pgtest.DeadLetter(t, s, gone, pgtest.DeadSpec{Kind: kind, Message: "boom"})
 	pgtest.DeadLetter(t, s, kept, pgtest.DeadSpec{Kind: kind, Message: "boom"})
-	pgtest.Exec(t, pgtest.URL(t), `DROP TABLE pgmq."q_`+gone+`", pgmq."a_`+gone+`"; DELETE FROM pgmq.meta WHERE queue_name = '`+gone+`'`)
+	pgtest.DropOutside(t, s, gone)
 	f := ops.DeadFilter{Kind: kind}
 
 	dry, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: f, Limit: 10, DryRun: true})
