@@ -49,10 +49,10 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 		if partly {
 			// What was done before the error stays done: the entry
 			// counts it.
-			e.Result = withError(auditJSON(result), msg)
+			e.Result = withError(auditResult(result), msg)
 		}
 	} else {
-		e.Result = auditJSON(result)
+		e.Result = auditResult(result)
 	}
 	if ok, isOK := result.(interface{ OK() bool }); isOK && opErr == nil && !ok.OK() {
 		e.IsError = true // some ids were not handled
@@ -260,6 +260,29 @@ func auditJSON(v any) json.RawMessage {
 	return out
 }
 
+// auditResult is auditJSON of an operation's result, without its next
+// steps: those were advice for the caller at the time of the call, in the
+// operations layer's names, not part of what the call did, and read back
+// from the log they would be stale.
+func auditResult(v any) json.RawMessage {
+	return auditJSON(withoutNext(marshalPlain(v)))
+}
+
+// withoutNext is a result recorded in the audit log without its next
+// steps ("next"), as older versions recorded them: record leaves them out
+// and the audit reads entries recorded before without them.
+func withoutNext(raw json.RawMessage) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || fields == nil {
+		return raw
+	}
+	if _, ok := fields["next"]; !ok {
+		return raw
+	}
+	delete(fields, "next")
+	return marshalPlain(fields)
+}
+
 func sizeNote(n int) json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"truncated": true, "bytes": %d}`, n))
 }
@@ -294,9 +317,10 @@ func retryAuditArgs(r DLQRetryRequest) map[string]any {
 
 // retryAuditResult is what the audit log keeps of a retry's result: its
 // counts, without the list of the messages moved (nor the count of those
-// the list left out, which would read as a part of them).
+// the list left out, which would read as a part of them), nor, as for
+// every result, its next steps (auditResult).
 func retryAuditResult(r DLQRetry) any {
-	r.Next, r.Moved, r.MovedOmitted = nil, nil, 0
+	r.Moved, r.MovedOmitted = nil, 0
 	return r
 }
 
@@ -322,7 +346,7 @@ func discardAuditArgs(r DLQDiscardRequest) map[string]any {
 
 // discardAuditResult is retryAuditResult for a discard.
 func discardAuditResult(r DLQDiscard) any {
-	r.Next, r.Moved, r.MovedOmitted = nil, nil, 0
+	r.Moved, r.MovedOmitted = nil, 0
 	return r
 }
 
@@ -485,7 +509,7 @@ func auditView(page store.AuditPage, running map[int64]bool) AuditPage {
 	live, gone, unknown := 0, 0, 0
 	for i, e := range page.Items {
 		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Transport: e.Transport, Principal: e.Principal,
-			Op: e.Tool, Arguments: shown(e.Arguments), Result: shown(e.Result), IsError: e.IsError}
+			Op: e.Tool, Arguments: shown(e.Arguments), Result: shown(withoutNext(e.Result)), IsError: e.IsError}
 		if !e.Pending {
 			continue
 		}

@@ -236,7 +236,7 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 	defer end()
 	defer func() {
 		if !req.DryRun || recordsDryRun(ctx) {
-			s.record(ctx, OpDLQRestore, restoreAuditArgs(req), restoreAuditResult(out), err)
+			s.record(ctx, OpDLQRestore, restoreAuditArgs(req), out, err)
 		}
 	}()
 	// One transaction: a failed call restored nothing.
@@ -331,9 +331,4 @@ func restoreNext(r DLQRestore, req DLQRestoreRequest, ids []int64) []Hint {
 
 func restoreAuditArgs(r DLQRestoreRequest) map[string]any {
 	return map[string]any{"queue": r.Queue, "ids": r.IDs, "dry_run": r.DryRun}
-}
-
-func restoreAuditResult(r DLQRestore) any {
-	r.Next = nil
-	return r
 }
