@@ -19,14 +19,17 @@ import (
 // name, so that the script tells queues created or dropped, a creation
 // and a drop between two of its requests included. The names are those of the operations' results.
 type liveCounts struct {
-	Status  string `json:"status"`
-	Queues  int    `json:"queues"`
-	Backlog int64  `json:"backlog"`
+	Status string `json:"status"`
+	// Queues, Backlog, DeadMessages and Workers are the verdict's counts,
+	// absent where it could not read them (ops.Health), which the script
+	// leaves as they are shown.
+	Queues  *int   `json:"queues,omitempty"`
+	Backlog *int64 `json:"backlog,omitempty"`
 	// BacklogEstimated and a queue's CountsEstimated say the count is an
 	// estimate (ops.Health.BacklogEstimated, ops.QueueStats.CountsEstimated).
 	BacklogEstimated bool        `json:"backlog_estimated,omitempty"`
-	DeadMessages     int64       `json:"dead_messages"`
-	Workers          int         `json:"workers_running"`
+	DeadMessages     *int64      `json:"dead_messages,omitempty"`
+	Workers          *int        `json:"workers_running,omitempty"`
 	CheckedAt        time.Time   `json:"checked_at"`
 	QueueStats       []liveQueue `json:"queue_stats"`
 	QueuesOmitted    int         `json:"queues_omitted"`

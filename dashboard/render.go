@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -515,8 +516,13 @@ func withPart(s string, n int, unit string) string {
 	return fmt.Sprintf("%s %d %s", s, n, unit)
 }
 
-// num writes a count with thin groups of thousands.
+// num writes a count with its thousands grouped by commas; a count that
+// points to none (a health verdict's count it could not read) as a dash.
 func num(n any) string {
+	n = deref(n)
+	if n == nil {
+		return "–"
+	}
 	s := fmt.Sprint(n)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
@@ -534,10 +540,23 @@ func num(n any) string {
 }
 
 func pluralize(n any, one, many string) string {
-	if fmt.Sprint(n) == "1" {
+	if fmt.Sprint(deref(n)) == "1" {
 		return one
 	}
 	return many
+}
+
+// deref is what n points to when it is a pointer, nil for a nil one, and
+// n itself otherwise.
+func deref(n any) any {
+	v := reflect.ValueOf(n)
+	if v.Kind() != reflect.Pointer {
+		return n
+	}
+	if v.IsNil() {
+		return nil
+	}
+	return v.Elem().Interface()
 }
 
 func formatMS(f *float64) string {

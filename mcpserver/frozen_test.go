@@ -54,7 +54,7 @@ func TestToolsGiveUpOnFrozenConnections(t *testing.T) {
 	}
 	var h ops.Health
 	structured(t, callTool(t, c, "pgbus_health", map[string]any{}), &h)
-	if h.Status == ops.HealthUnreachable || h.DeadMessages < 1 {
+	if h.Status == ops.HealthUnreachable || h.DeadMessages == nil || *h.DeadMessages < 1 {
 		t.Errorf("pgbus_health after the call given up: %+v, want a verdict on the queues through new connections", h)
 	}
 

@@ -70,7 +70,7 @@ func TestToolsWhileTheDatabaseIsDown(t *testing.T) {
 	mu.Unlock()
 	pgtest.StartCluster(t, dir)
 	structured(t, callTool(t, c, "pgbus_health", map[string]any{}), &h)
-	if h.Status == ops.HealthUnreachable || h.DeadMessages != 1 {
+	if h.Status == ops.HealthUnreachable || h.DeadMessages == nil || *h.DeadMessages != 1 {
 		t.Errorf("pgbus_health once the database is back: %+v, want a verdict on the queues, 1 dead message", h)
 	}
 	var retried ops.DLQRetry

@@ -59,7 +59,7 @@ func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
 
 	register(t, s, "w-live", q)
 	h, err = svc.Health(ctx)
-	if err != nil || reasonOf(h, "no_workers", q) != nil || h.Workers != 2 {
+	if err != nil || reasonOf(h, "no_workers", q) != nil || *h.Workers != 2 {
 		t.Fatalf("health with a running worker for %s = %+v, %v; want no no_workers reason, 2 running", q, h, err)
 	}
 }

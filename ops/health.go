@@ -42,13 +42,17 @@ const schemaRecheck = time.Minute
 type Health struct {
 	Status  string         `json:"status" jsonschema:"enum=OK,enum=DEGRADED,enum=STALLED,enum=UNREACHABLE"`
 	Reasons []HealthReason `json:"reasons"`
-	Queues  int            `json:"queues"`
-	Backlog int64          `json:"backlog" jsonschema_description:"Messages ready to run across all queues"`
+	// Queues, Backlog, DeadMessages and Workers are the counts the check
+	// read; nil when it could not read them (UNREACHABLE,
+	// health_check_slow, or the rest of a verdict of stopped workers
+	// unread), as they are then unknown, not 0.
+	Queues  *int   `json:"queues,omitempty" jsonschema_description:"Queues; absent when the check could not count them (UNREACHABLE, health_check_slow)"`
+	Backlog *int64 `json:"backlog,omitempty" jsonschema_description:"Messages ready to run across all queues; absent when the check could not count them"`
 	// BacklogEstimated says Backlog adds up an estimate: a queue too large
 	// to count at each read (QueueStats.CountsEstimated).
 	BacklogEstimated bool      `json:"backlog_estimated,omitempty" jsonschema_description:"True when backlog adds up the estimate of a queue too large to count at each read (counts_estimated in its stats)"`
-	DeadMessages     int64     `json:"dead_messages" jsonschema_description:"Messages waiting in dead-letter queues"`
-	Workers          int       `json:"workers_running"`
+	DeadMessages     *int64    `json:"dead_messages,omitempty" jsonschema_description:"Messages waiting in dead-letter queues; absent when the check could not count them"`
+	Workers          *int      `json:"workers_running,omitempty" jsonschema_description:"Worker processes running; absent when the check could not count them"`
 	CheckedAt        time.Time `json:"checked_at"`
 	// Payloads is what the server shows of payloads, so that an agent knows
 	// before asking.
@@ -456,7 +460,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		return h, err
 	}
 	workers = countAlive(workers, alive)
-	h.Workers = workers.Running
+	h.Workers = &workers.Running
 	if n := staleThatMatter(workers); n > 0 {
 		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%s stopped sending heartbeats without shutting down (crashed or hung); %s messages return after %s visibility timeout", plural.Count(n, "worker process", "worker processes"), plural.Of(n, "its", "their"), plural.Of(n, "its", "their")),
 			hint(OpWorkers, "shows which processes and when they were last seen"))
@@ -472,14 +476,17 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 	for _, b := range breakers {
 		checkBreaker(&h, b, s.heldBy(ctx, b), s.now(), func(q string) bool { return coverage(serving, q).Served() })
 	}
+	var queues int
+	var backlog, dead int64
+	h.Queues, h.Backlog, h.DeadMessages = &queues, &backlog, &dead
 	for _, q := range stats {
-		h.DeadMessages += q.DLQDepth
+		dead += q.DLQDepth
 		if q.Dropped {
 			s.checkDropped(&h, q)
 			continue
 		}
-		h.Queues++
-		h.Backlog += q.Visible
+		queues++
+		backlog += q.Visible
 		h.BacklogEstimated = h.BacklogEstimated || q.Estimated
 		s.checkQueue(&h, q, coverage(serving, q.Queue))
 	}

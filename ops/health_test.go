@@ -21,7 +21,7 @@ func TestHealth(t *testing.T) {
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{Handlers: map[string]string{}}) // the command line's: its next steps start workers
 	h, err := svc.Health(ctx)
-	if err != nil || h.Status != ops.HealthOK || len(h.Reasons) != 0 || h.Queues != 0 {
+	if err != nil || h.Status != ops.HealthOK || len(h.Reasons) != 0 || *h.Queues != 0 {
 		t.Fatalf("empty system health = %+v, %v; want OK", h, err)
 	}
 	if err := s.CreateQueue(ctx, "orders"); err != nil {
@@ -31,7 +31,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ = svc.Health(ctx)
-	if h.Status != ops.HealthStalled || !hasReason(h, "no_workers", "orders", ops.OpWork) || h.Backlog != 1 || h.Queues != 1 {
+	if h.Status != ops.HealthStalled || !hasReason(h, "no_workers", "orders", ops.OpWork) || *h.Backlog != 1 || *h.Queues != 1 {
 		t.Fatalf("backlog without workers: %+v; want STALLED no_workers", h)
 	}
 	// A stale worker (heartbeat long ago, never stopped) and a paused queue.
@@ -63,7 +63,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, _ = svc.Health(ctx)
-	if h.Status != ops.HealthStalled || !hasReason(h, "backlog_not_draining", "orders", ops.OpWorkers) || h.Workers != 1 {
+	if h.Status != ops.HealthStalled || !hasReason(h, "backlog_not_draining", "orders", ops.OpWorkers) || *h.Workers != 1 {
 		t.Fatalf("old backlog: %+v; want STALLED backlog_not_draining", h)
 	}
 }
@@ -162,8 +162,8 @@ func TestWorkersByDatabaseClock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if h.Workers != 1 {
-			t.Errorf("clock %s off: health counts %d running workers, want 1", skew, h.Workers)
+		if *h.Workers != 1 {
+			t.Errorf("clock %s off: health counts %d running workers, want 1", skew, *h.Workers)
 		}
 	}
 }
@@ -272,8 +272,8 @@ func TestOverviewReadsTheQueuesOnce(t *testing.T) {
 	for _, q := range o.Queues {
 		backlog += q.Visible
 	}
-	if len(o.Queues) != total || o.Health.Queues != total || o.Health.Backlog != backlog || backlog != total {
-		t.Fatalf("overview: %d queues in the table, health counts %d queues and a backlog of %d; the table's backlog is %d", len(o.Queues), o.Health.Queues, o.Health.Backlog, backlog)
+	if len(o.Queues) != total || *o.Health.Queues != total || *o.Health.Backlog != backlog || backlog != total {
+		t.Fatalf("overview: %d queues in the table, health counts %d queues and a backlog of %d; the table's backlog is %d", len(o.Queues), *o.Health.Queues, *o.Health.Backlog, backlog)
 	}
 	if len(o.Health.Reasons) != total || o.Health.Omitted != 0 || o.Health.Status != ops.HealthStalled {
 		t.Fatalf("overview health: %s, %d reasons, %d omitted; want STALLED with all %d", o.Health.Status, len(o.Health.Reasons), o.Health.Omitted, total)
@@ -331,8 +331,8 @@ func TestOverviewBoundsItsLists(t *testing.T) {
 		t.Fatalf("unbounded: queues %v, %d omitted, %d reasons, %d omitted, %v; want %v, all 5 reasons", names(all), all.QueuesOmitted, len(all.Health.Reasons), all.Health.Omitted, err, order)
 	}
 	o, err := svc.Overview(ctx, ops.OverviewRequest{MaxReasons: 3, MaxQueues: 4})
-	if err != nil || !slices.Equal(names(o), order[:4]) || o.QueuesOmitted != 3 || o.Health.Queues != 7 || o.Health.Backlog != 4 {
-		t.Fatalf("bounded: queues %v, %d omitted, health counts %d queues and a backlog of %d, %v; want %v, 3 omitted, 7 and 4", names(o), o.QueuesOmitted, o.Health.Queues, o.Health.Backlog, err, order[:4])
+	if err != nil || !slices.Equal(names(o), order[:4]) || o.QueuesOmitted != 3 || *o.Health.Queues != 7 || *o.Health.Backlog != 4 {
+		t.Fatalf("bounded: queues %v, %d omitted, health counts %d queues and a backlog of %d, %v; want %v, 3 omitted, 7 and 4", names(o), o.QueuesOmitted, *o.Health.Queues, *o.Health.Backlog, err, order[:4])
 	}
 	r := o.Health.Reasons
 	if len(r) != 3 || o.Health.Omitted != 2 || r[0].Status != ops.HealthStalled || r[1].Status != ops.HealthStalled || r[2].Status != ops.HealthDegraded || o.Health.Status != ops.HealthStalled {
@@ -568,8 +568,8 @@ func TestHealthNamesTheDLQOfADroppedQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Queues != 1 || h.DeadMessages != 3 || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 {
-		t.Fatalf("health: %s, %d queues, %d dead, reasons %+v; want DEGRADED, 1 queue, 3 dead and one reason", h.Status, h.Queues, h.DeadMessages, h.Reasons)
+	if *h.Queues != 1 || *h.DeadMessages != 3 || h.Status != ops.HealthDegraded || len(h.Reasons) != 1 {
+		t.Fatalf("health: %s, %d queues, %d dead, reasons %+v; want DEGRADED, 1 queue, 3 dead and one reason", h.Status, *h.Queues, *h.DeadMessages, h.Reasons)
 	}
 	r := h.Reasons[0]
 	if r.Code != "dlq_of_dropped_queue" || r.Queue != "orphan" || !strings.Contains(r.Message, "3 dead messages") ||
@@ -591,8 +591,8 @@ func TestHealthNamesTheDLQOfADroppedQueue(t *testing.T) {
 	if p, err := svc.DLQPurge(ctx, ops.DLQPurgeRequest{Queue: "orphan", Confirm: true}); err != nil || p.Purged != 3 {
 		t.Fatalf("purge: %+v, %v; want 3", p, err)
 	}
-	if h, err := svc.Health(ctx); err != nil || h.Status != ops.HealthOK || h.DeadMessages != 0 {
-		t.Fatalf("health after the discard and purge: %s, %d dead, %v; want OK", h.Status, h.DeadMessages, err)
+	if h, err := svc.Health(ctx); err != nil || h.Status != ops.HealthOK || *h.DeadMessages != 0 {
+		t.Fatalf("health after the discard and purge: %s, %d dead, %v; want OK", h.Status, *h.DeadMessages, err)
 	}
 }
 
@@ -635,7 +635,7 @@ func TestHealthNamesADroppedPriorityQueue(t *testing.T) {
 	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "prio", Priorities: 2}); err != nil {
 		t.Fatalf("the create the reason offers: %v", err)
 	}
-	if h, err := svc.Health(ctx); err != nil || len(h.Reasons) != 0 || h.DeadMessages != 1 || h.Queues != 1 {
+	if h, err := svc.Health(ctx); err != nil || len(h.Reasons) != 0 || *h.DeadMessages != 1 || *h.Queues != 1 {
 		t.Fatalf("health after the create: %+v, %v; want the queue back, its dead message counted, no reason", h, err)
 	}
 }
@@ -785,8 +785,8 @@ func TestHealthNamesWorkersOfADroppedQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || h.Workers != 2 || h.Queues != 1 {
-		t.Fatalf("health after the drop: %s, %d workers, %d queues, reasons %+v; want DEGRADED, 2, 1 and one reason", h.Status, h.Workers, h.Queues, h.Reasons)
+	if h.Status != ops.HealthDegraded || len(h.Reasons) != 1 || *h.Workers != 2 || *h.Queues != 1 {
+		t.Fatalf("health after the drop: %s, %d workers, %d queues, reasons %+v; want DEGRADED, 2, 1 and one reason", h.Status, *h.Workers, *h.Queues, h.Reasons)
 	}
 	r := h.Reasons[0]
 	if r.Code != "workers_of_dropped_queue" || r.Queue != "gone" || !strings.Contains(r.Message, `queue "gone" does not exist, but 2 running worker processes serve it`) ||

@@ -34,7 +34,7 @@ func TestEstimatedCountsAreMarked(t *testing.T) {
 
 	buf.Reset()
 	a := &app{stdout: &buf}
-	if err := a.printHealth(ops.Health{Status: ops.HealthOK, Queues: 2, Backlog: 4_000_003, BacklogEstimated: true}); err != nil {
+	if err := a.printHealth(ops.Health{Status: ops.HealthOK, Queues: new(2), Backlog: new(int64(4_000_003)), BacklogEstimated: true, DeadMessages: new(int64(0)), Workers: new(0)}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(buf.String(), "OK: 2 queues, ~4000003 ready, 0 dead, 0 workers running\n") {

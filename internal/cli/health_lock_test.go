@@ -49,7 +49,21 @@ func TestHealthHeldByALockIsAVerdict(t *testing.T) {
 	if h.Status != "DEGRADED" || len(h.Reasons) != 1 || h.Reasons[0].Code != "health_check_slow" || !strings.Contains(h.Reasons[0].Message, fmt.Sprintf("pg_terminate_backend(%d)", pid)) {
 		t.Fatalf("health while pid %d holds the table: %+v; want DEGRADED, health_check_slow naming the session", pid, h)
 	}
-	if r := pgbus(t, append([]string{"PGBUS_DATABASE_CALL_TIMEOUT=1s"}, d.env...), "health", "--fail-on", "degraded"); r.code != 1 || !strings.Contains(r.stdout, "health_check_slow") {
+	// The counts the check could not read are unknown, not 0.
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &fields); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"queues", "backlog", "dead_messages", "workers_running"} {
+		if v, ok := fields[k]; ok {
+			t.Errorf("health --json while the table is held: %s is %v; want it absent, as the check could not count it", k, v)
+		}
+	}
+	r = pgbus(t, append([]string{"PGBUS_DATABASE_CALL_TIMEOUT=1s"}, d.env...), "health", "--fail-on", "degraded")
+	if r.code != 1 || !strings.Contains(r.stdout, "health_check_slow") {
 		t.Fatalf("health --fail-on degraded while the table is held: exit %d\n%s%s; want the report and exit 1", r.code, r.stdout, r.stderr)
+	}
+	if first, _, _ := strings.Cut(r.stdout, "\n"); first != "DEGRADED: counts unknown: the check could not read them" {
+		t.Errorf("health while the table is held begins %q; want the verdict with its counts unknown, not 0", first)
 	}
 }

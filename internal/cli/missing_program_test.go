@@ -52,7 +52,7 @@ queues:
 	// --no-workers serves agents with the same file, the program missing.
 	c, _, _ := serveStdio(t, "--read-only", "--no-workers", "--config", cfg, "--database-url", d.url)
 	var h ops.Health
-	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_health", map[string]any{}))), &h); err != nil || h.Workers != 0 || h.Status == "" {
+	if err := json.Unmarshal([]byte(toolText(callTool(t, c, "pgbus_health", map[string]any{}))), &h); err != nil || *h.Workers != 0 || h.Status == "" {
 		t.Fatalf("pgbus_health of serve --no-workers: %+v, %v; want no worker running", h, err)
 	}
 

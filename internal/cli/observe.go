@@ -64,7 +64,12 @@ verdict DEGRADED, its reason health_check_slow naming that session.`,
 // printHealth prints a health verdict: its line, each reason with its next
 // steps, then the verdict's own.
 func (a *app) printHealth(h ops.Health) error {
-	fmt.Fprintf(a.stdout, "%s: %s, %s ready, %d dead, %s running\n", h.Status, plural.Count(h.Queues, "queue", "queues"), estimate(h.Backlog, h.BacklogEstimated), h.DeadMessages, plural.Count(h.Workers, "worker", "workers"))
+	if h.Queues == nil || h.Backlog == nil || h.DeadMessages == nil || h.Workers == nil {
+		// The check could not read them: unknown, not 0.
+		fmt.Fprintf(a.stdout, "%s: counts unknown: the check could not read them\n", h.Status)
+	} else {
+		fmt.Fprintf(a.stdout, "%s: %s, %s ready, %d dead, %s running\n", h.Status, plural.Count(*h.Queues, "queue", "queues"), estimate(*h.Backlog, h.BacklogEstimated), *h.DeadMessages, plural.Count(*h.Workers, "worker", "workers"))
+	}
 	for _, r := range h.Reasons {
 		fmt.Fprintf(a.stdout, "%s %s: %s\n", r.Status, r.Code, r.Message)
 		for _, n := range r.Next {
