@@ -111,6 +111,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		return DLQSummary{}, err
 	}
 	defer end()
+	defer againOnceFree(&err, OpDLQSummary, req.Filter.hintArgs("by_field", req.ByField)...)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DLQSummary{}, err
@@ -279,6 +280,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 		return DLQList{}, err
 	}
 	defer end()
+	defer againOnceFree(&err, OpDLQList, req.Filter.hintArgs("cursor", req.Cursor, "limit", req.Limit)...)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DLQList{}, err
@@ -430,6 +432,7 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 		return DeadMessage{}, err
 	}
 	defer end()
+	defer againOnceFree(&err, OpDLQShow, "queue", req.Queue, "msg_id", req.MsgID)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DeadMessage{}, err

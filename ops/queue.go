@@ -52,6 +52,7 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 		return QueueStatsResult{}, err
 	}
 	defer end()
+	defer againOnceFree(&err, OpQueueStats, "queue", req.Queue)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return QueueStatsResult{}, err
@@ -240,6 +241,7 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		return LiveMessages{}, err
 	}
 	defer end()
+	defer againOnceFree(&err, OpQueueMessages, "queue", req.Queue, "state", req.State, "cursor", req.Cursor, "limit", req.Limit)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return LiveMessages{}, err

@@ -12,8 +12,8 @@ import (
 // A tool that reads a DLQ whose table another session holds locked
 // answers, once its read waited its short bound for the lock and long
 // before the call's, a tool error of kind unavailable naming the table,
-// the session and what to do, with no health check among its next steps
-// (the database answers).
+// the session and what to do, with the same call again as its next step
+// and no health check (the database answers).
 func TestToolReadingALockedDLQSaysWhoHoldsTheLock(t *testing.T) {
 	t.Parallel()
 	url := pgtest.NewDatabase(t)
@@ -38,6 +38,10 @@ func TestToolReadingALockedDLQSaysWhoHoldsTheLock(t *testing.T) {
 		if n.Tool == "pgbus_health" {
 			t.Errorf("pgbus_dlq_list of a DLQ held locked: next %+v holds the health check, which would say OK", m.Next)
 		}
+	}
+	// Its next step is what its text says: the same call, again.
+	if len(m.Next) != 1 || m.Next[0].Tool != "pgbus_dlq_list" || m.Next[0].Arguments["queue"] != q {
+		t.Errorf("pgbus_dlq_list of a DLQ held locked: next %+v; want the same call again", m.Next)
 	}
 
 	lock.Release()
