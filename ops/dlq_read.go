@@ -438,7 +438,7 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 		return DeadMessage{}, err
 	}
 	dlq, err := s.locateOne(ctx, req.Queue, req.MsgID, func(q string) Hint {
-		return hint(OpDLQShow, onLevelWhy(q), "queue", q, "msg_id", req.MsgID, "include_payload", req.IncludePayload, "full_history", req.FullHistory)
+		return hint(OpDLQShow, onLevelWhy(q), "queue", q, "msg_id", req.MsgID)
 	})
 	if err != nil {
 		return DeadMessage{}, err

@@ -17,10 +17,7 @@ import (
 // again, a count of 0 included.
 func TestHealthUnderALockLeavesCountsUnknown(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
-	s := pgtest.OpenStore(t, url)
-	q := newQueue(t, s, nil)
-	pgtest.DeadLetterN(t, s, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	url, s, q, _ := lockableDeadQueue(t, 2)
 	svc := newService(t, s, ops.Options{DatabaseCallTimeout: longCallTimeout})
 	ctx := testContext(t)
 	counts := []string{"queues", "backlog", "dead_messages", "workers_running"}

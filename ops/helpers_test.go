@@ -31,6 +31,17 @@ func isolatedStore(t *testing.T) *store.Store {
 	return pgtest.OpenStore(t, pgtest.NewDatabase(t))
 }
 
+// lockableDeadQueue is a queue holding n dead messages (kind k, class E),
+// on a database of its own, whose URL it returns for the sessions that
+// hold its tables locked.
+func lockableDeadQueue(t *testing.T, n int) (url string, s *store.Store, q string, ids []int64) {
+	t.Helper()
+	url = pgtest.NewDatabase(t)
+	s = pgtest.OpenStore(t, url)
+	q = newQueue(t, s, nil)
+	return url, s, q, pgtest.DeadLetterN(t, s, q, n, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+}
+
 // newService returns a Service over s.
 func newService(t testing.TB, s *store.Store, opts ops.Options) *ops.Service {
 	t.Helper()

@@ -16,10 +16,7 @@ import (
 // check is not among them, which may read no table held and say OK.
 func TestReadOfALockedQueueGivesTheSameCallAgain(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
-	s := pgtest.OpenStore(t, url)
-	q := newQueue(t, s, nil)
-	ids := pgtest.DeadLetterN(t, s, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	url, s, q, ids := lockableDeadQueue(t, 1)
 	svc := newService(t, s, ops.Options{DatabaseCallTimeout: longCallTimeout, ReadLockWait: 500 * time.Millisecond})
 	ctx := testContext(t)
 	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
