@@ -182,7 +182,7 @@ func TestAgentTriageTwoQueues(t *testing.T) {
 	// Both queues have dead letters: health points at one summary of every
 	// DLQ, and names the fields it can break groups down by.
 	if len(health.Next) != 1 || health.Next[0].Op != "pgbus_dlq_summary" || health.Next[0].Args["queue"] != nil ||
-		!strings.Contains(health.Next[0].Why, "all 2 queues") || !strings.Contains(health.Next[0].Why, "partner") {
+		!strings.Contains(health.Next[0].Why, "every queue, the 2 whose dead letters grow") || !strings.Contains(health.Next[0].Why, "partner") {
 		t.Errorf("health's next step: %+v; want one summary of both queues naming the safe fields", health.Next)
 	}
 	sum := callOK[ops.DLQSummary](t, e, "pgbus_dlq_summary", map[string]any{"by_field": "partner"})
