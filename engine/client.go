@@ -1044,6 +1044,12 @@ func (c *Client) flushStats(ctx context.Context) error {
 	defer cancel()
 	deltas := c.stats.take()
 	if err := c.store.AddStats(ctx, deltas); err != nil {
+		if d, ok := errors.AsType[*store.StatsDeferredError](err); ok {
+			// A queue being dropped or made: its counts wait for the next
+			// flush, which leaves them out if it was dropped.
+			c.stats.giveBack(d.Deferred)
+			return nil
+		}
 		c.stats.giveBack(deltas)
 		return err
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -221,13 +222,13 @@ func TestCountersOfTheTablesReadAddUpAndThoseOfADroppedTableAreLeftOut(t *testin
 	}
 }
 
-// A flush of a worker's counts that runs while a drop of their queue
-// commits waits for the drop: it reads neither the queue nor its table as
-// they were before the drop, and so writes none of the dropped queue's
-// counts, which the drop, deleting the counters it saw, would leave to the
-// queue made again under the name. Here the drop waits, its tables
-// dropped, for a counter of its queue another transaction holds. Counts of
-// another queue written with them land.
+// A flush of a worker's counts that runs while a drop of their queue is
+// under way writes none of the dropped queue's counts, which the drop,
+// deleting the counters it saw, would leave to the queue made again under
+// the name; nor does it wait for the drop: it leaves them for its next
+// flush, which, the drop over, leaves them out. Here the drop waits, its
+// tables dropped, for a counter of its queue another transaction holds.
+// Counts of another queue written with them land at once.
 func TestCountsFlushedWhileTheirQueueIsDroppedAreLeftOut(t *testing.T) {
 	t.Parallel()
 	s, ctx := testStore(t), testContext(t)
@@ -261,38 +262,35 @@ func TestCountsFlushedWhileTheirQueueIsDroppedAreLeftOut(t *testing.T) {
 			WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid))`, holder).Scan(&dropper) == nil
 	})
 	minute := time.Now().UTC().Truncate(time.Minute)
-	flushed := make(chan error, 1)
-	go func() {
-		flushed <- s.AddStats(ctx, []store.StatsDelta{
-			{Minute: minute, Queue: q, Table: msgs[0].Table, Kind: "k", Succeeded: 20},
-			{Minute: minute, Queue: q, Kind: "k", Failed: 4},
-			{Minute: minute, Queue: kept, Kind: "k", Succeeded: 3},
-		})
-	}()
-	// The flush either wrote at once or waits for the drop.
-	var early error
-	returned := false
-	pgtest.Eventually(t, 30*time.Second, "the flush to end or wait for the drop", func() bool {
-		select {
-		case early = <-flushed:
-			returned = true
-			return true
-		default:
-		}
-		return pgtest.Int(t, s, `SELECT count(*)::int FROM pg_stat_activity
-			WHERE datname = current_database() AND $1 = ANY(pg_blocking_pids(pid))`, dropper) > 0
+	// The flush does not wait for the drop: it writes the counters of the
+	// queue that stays, and leaves those of the one being dropped for
+	// later. (Waiting, it held up the counters of every queue of the
+	// flush, as long as the drop waited for its tables.)
+	flushCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = s.AddStats(flushCtx, []store.StatsDelta{
+		{Minute: minute, Queue: q, Table: msgs[0].Table, Kind: "k", Succeeded: 20},
+		{Minute: minute, Queue: q, Kind: "k", Failed: 4},
+		{Minute: minute, Queue: kept, Kind: "k", Succeeded: 3},
 	})
+	deferred, ok := errors.AsType[*store.StatsDeferredError](err)
+	if !ok || len(deferred.Deferred) != 2 || deferred.Deferred[0].Queue != q || deferred.Deferred[1].Queue != q {
+		t.Fatalf("flush while %s is dropped: %v; want the counters of %s left for later, and those of %s written", q, err, q, kept)
+	}
+	select {
+	case err := <-dropped:
+		t.Fatalf("the drop ended (%v) while the counter it deletes was held", err)
+	default:
+	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-dropped; err != nil {
 		t.Fatalf("drop: %v", err)
 	}
-	if !returned {
-		early = <-flushed
-	}
-	if early != nil {
-		t.Fatalf("flush: %v", early)
+	// The next flush, once the drop is over, leaves them out.
+	if err := s.AddStats(ctx, deferred.Deferred); err != nil {
+		t.Fatalf("the flush of the counters left for later, after the drop: %v", err)
 	}
 	pgtest.CreateQueue(t, s, q)
 	sum := func(queue string) int {

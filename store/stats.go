@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -68,29 +69,43 @@ func LatencyBucket(d time.Duration) int {
 // that does not exist are left out, as are those whose Table no longer
 // exists: those of a queue dropped while its workers ran, counted before
 // the drop and written after it, would otherwise stay as the counts of a
-// queue made again under its name, which starts at zero. A drop of one of
-// the queues under way waits for the write, or the write for the drop,
-// which then left out its counts: the drop deletes the counters it finds.
+// queue made again under its name, which starts at zero. A drop or
+// creation of one of the queues under way (which takes the lock of its
+// name) is not waited for: that queue's deltas are left unwritten and
+// returned in a *StatsDeferredError, the others written, so that a drop
+// waiting for its tables holds up no flush; the same deltas added once it
+// is over are written, or left out if their queue or Table is gone.
 // Deltas of one queue, kind and minute are added up.
 func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 	if len(deltas) == 0 {
 		return nil
 	}
+	var deferred []StatsDelta
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		// The locks a drop of each queue takes (lockNames), shared, in
-		// the order of names, a queue's before its levels', as a drop
-		// takes them: READ COMMITTED, the statements after them see a
-		// drop that committed meanwhile.
+		// The lock a drop or creation of each queue takes (lockNames),
+		// shared, held to the commit: READ COMMITTED, the statements
+		// after it see a drop that committed before. Tried, not waited
+		// for, so that no order of them matters.
 		names := make([]string, 0, len(deltas))
 		for _, d := range deltas {
 			names = append(names, d.Queue)
 		}
 		slices.Sort(names)
-		names = slices.Compact(names)
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtext('pgbus.queue:' || n)) FROM unnest($1::text[]) AS n`, names); err != nil {
+		var busy []string
+		err := tx.QueryRow(ctx, `SELECT coalesce(array_agg(n), '{}') FROM unnest($1::text[]) AS n
+			WHERE NOT pg_try_advisory_xact_lock_shared(hashtext('pgbus.queue:' || n))`, slices.Compact(names)).Scan(&busy)
+		if err != nil {
 			return err
 		}
-		live, err := liveStats(ctx, tx, deltas)
+		var free []StatsDelta
+		for _, d := range deltas {
+			if slices.Contains(busy, d.Queue) {
+				deferred = append(deferred, d)
+			} else {
+				free = append(free, d)
+			}
+		}
+		live, err := liveStats(ctx, tx, free)
 		if err != nil || len(live) == 0 {
 			return err
 		}
@@ -99,7 +114,29 @@ func (s *Store) AddStats(ctx context.Context, deltas []StatsDelta) error {
 	if err != nil {
 		return fmt.Errorf("store: add stats: %w", err)
 	}
+	if len(deferred) > 0 {
+		return &StatsDeferredError{Deferred: deferred}
+	}
 	return nil
+}
+
+// StatsDeferredError is AddStats having written every delta but those of
+// queues a drop or creation of was under way for: Deferred holds them, to
+// be added again later.
+type StatsDeferredError struct {
+	Deferred []StatsDelta
+}
+
+// Error names the queues whose counters were left for later.
+func (e *StatsDeferredError) Error() string {
+	var names []string
+	for _, d := range e.Deferred {
+		if !slices.Contains(names, d.Queue) {
+			names = append(names, d.Queue)
+		}
+	}
+	return fmt.Sprintf("store: add stats: the counters of queues %s were not written, as a drop or creation of them was under way: add them again once it is over",
+		strings.Join(names, ", "))
 }
 
 // insertStats adds deltas, whose keys are unique, to the per-minute table
