@@ -39,7 +39,6 @@ func TestReadOnlyRelayConfirmsOnlyWhatTheCallConfirmed(t *testing.T) {
 		{"pgbus_dlq_purge", map[string]any{"queue": "shop", "older_than": "0s"}, "pgbus dlq purge --older-than 0s --queue shop"},
 		{"pgbus_dlq_discard", map[string]any{"queue": "shop", "limit": 2}, "pgbus dlq discard --limit 2 --queue shop"},
 		{"pgbus_dlq_discard", map[string]any{"queue": "shop", "kind": "charge", "limit": 2}, "pgbus dlq discard --kind charge --limit 2 --queue shop"},
-		{"pgbus_dlq_discard", map[string]any{"ids": dead[2:4], "queue": "shop"}, fmt.Sprintf("pgbus dlq discard %d %d --queue shop", dead[2], dead[3])},
 		{"pgbus_dlq_retry", map[string]any{"queue": "shop", "limit": 2}, "pgbus dlq retry-all --limit 2 --queue shop"},
 	} {
 		command := relayed(tc.tool, tc.args)
@@ -64,9 +63,12 @@ func TestReadOnlyRelayConfirmsOnlyWhatTheCallConfirmed(t *testing.T) {
 		{"pgbus_dlq_purge", map[string]any{"queue": "shop", "older_than": "0s", "confirm": true}, "pgbus dlq purge --older-than 0s --queue shop --yes"},
 		{"pgbus_dlq_discard", map[string]any{"queue": "shop", "limit": 2, "confirm": true}, "pgbus dlq discard --limit 2 --queue shop --yes"},
 		{"pgbus_dlq_discard", map[string]any{"ids": dead[2:4], "queue": "shop", "confirm": true}, fmt.Sprintf("pgbus dlq discard %d %d --queue shop --yes", dead[2], dead[3])},
+		// A discard of the ids named goes ahead on a writable server
+		// without confirm: each was chosen.
+		{"pgbus_dlq_discard", map[string]any{"ids": dead[2:4], "queue": "shop"}, fmt.Sprintf("pgbus dlq discard %d %d --queue shop --yes", dead[2], dead[3])},
 	} {
 		if command := relayed(tc.tool, tc.args); command != tc.command {
-			t.Errorf("%s(%v) on a read-only server relays %q; want %q, with --yes: the call confirmed", tc.tool, tc.args, command, tc.command)
+			t.Errorf("%s(%v) on a read-only server relays %q; want %q, with --yes: the call went ahead as made on a writable server", tc.tool, tc.args, command, tc.command)
 		}
 	}
 	if after := d.snapshot(t); after != before {

@@ -112,8 +112,8 @@ func Command(h ops.Hint) string { return command(h, false) }
 
 // CallCommand renders a hint that repeats a call as it was made, as a
 // read-only server relays a write call it cannot make, as the command a
-// person can run instead. It passes --yes only when the call confirmed
-// (its confirm, and no dry run): a call that did not is the command
+// person can run instead. It passes --yes only for a call that went
+// ahead as made (calledConfirmed): one that did not is the command
 // without it, which says what it would touch and changes nothing, so
 // that the person checks before they confirm.
 func CallCommand(h ops.Hint) string { return command(h, true) }
@@ -175,7 +175,7 @@ func command(h ops.Hint, asCalled bool) string {
 	}
 	yes := needsYes(line, h)
 	if asCalled {
-		yes = h.Args["confirm"] == true && h.Args["dry_run"] != true
+		yes = calledConfirmed(h)
 	}
 	if yes {
 		parts = append(parts, "--yes")
@@ -184,6 +184,21 @@ func command(h ops.Hint, asCalled bool) string {
 		parts = append(append(parts, "--"), positional...)
 	}
 	return strings.Join(parts, " ")
+}
+
+// calledConfirmed reports whether the call h repeats went ahead on a
+// server that could make it, so that its command takes --yes: one that
+// confirmed; a retry guarded by a dry run's expect, which that dry run
+// checked; a discard of the ids named, each chosen. Never a dry run; not
+// a purge, a discard by filter or a retry by filter unguarded that did
+// not confirm: a server that can make them asks first, or moves what a
+// filter selects unseen.
+func calledConfirmed(h ops.Hint) bool {
+	if h.Args["dry_run"] == true {
+		return false
+	}
+	_, byIDs := h.Args["ids"]
+	return h.Args["confirm"] == true || h.Op == ops.OpDLQRetry && h.Args["expect"] != nil || h.Op == ops.OpDLQDiscard && byIDs
 }
 
 // needsYes reports whether the command of h asks for --yes: bulk and
