@@ -99,7 +99,7 @@ func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f D
 	if _, _, err := readExpect(op, expect, dryRun, f, limit); err != nil {
 		return err
 	}
-	return s.checkDeadQueue(ctx, f.Queue, nil, hint(OpDLQSummary, "shows the groups there are"))
+	return s.checkDeadQueue(ctx, f.Queue, redo, hint(OpDLQSummary, "shows the groups there are"))
 }
 
 // checkDeadQueue refuses the name of a queue whose dead messages a call

@@ -249,7 +249,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			req.Hint("the same call, once the queue is created again, moves exactly these messages or nothing"))
 	}
 	if err != nil && (req.DryRun || rep.Retried == 0 && !cut) {
-		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
+		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}
 	// Stopped partway (a cancellation, a lost connection), the messages
 	// moved so far stay moved: the result and the error count them. Cut
@@ -747,7 +747,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	}
 	rep, err := s.store.DiscardDeadSelected(ctx, f, limit, opts)
 	if err != nil && rep.Discarded == 0 {
-		return DLQDiscard{}, explain(changed(err, OpDLQDiscard, req.Filter, limit), hint(OpDLQSummary, "shows the groups there are"))
+		return DLQDiscard{}, explain(changed(err, OpDLQDiscard, req.Filter, limit), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}
 	// Stopped partway, the messages discarded so far stay discarded: the
 	// result and the error count them.

@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/ops"
@@ -35,6 +36,14 @@ func TestCallsOnALevelNameGiveTheCallOnItsQueue(t *testing.T) {
 			_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: level}, IDs: []int64{id}, DryRun: true})
 			return err
 		},
+		ops.OpDLQRetry + " by filter": func() error {
+			_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: level}, Limit: 5, DryRun: true})
+			return err
+		},
+		ops.OpDLQDiscard + " by filter": func() error {
+			_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: level}, Limit: 5, DryRun: true})
+			return err
+		},
 		ops.OpDLQDiscarded: func() error {
 			_, err := svc.DLQDiscarded(ctx, ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: level}})
 			return err
@@ -44,7 +53,8 @@ func TestCallsOnALevelNameGiveTheCallOnItsQueue(t *testing.T) {
 			return err
 		},
 	}
-	for op, call := range calls {
+	for name, call := range calls {
+		op, _, _ := strings.Cut(name, " ")
 		err := call()
 		hints := ops.HintsOf(err)
 		if !errors.Is(err, ops.ErrInvalid) || len(hints) == 0 || hints[0].Op != op || hints[0].Args["queue"] != pq {
