@@ -36,3 +36,24 @@ func TestLastLinesOfOneFailureGroupAsOne(t *testing.T) {
 		}
 	}
 }
+
+// The lines kept of an output longer than the limit are the same whatever
+// the digits of an id on its last line: the limit is counted with each
+// run of digits as one byte, so a longer id does not push out a line (or
+// keep one more) that a shorter one keeps.
+func TestLastLinesKeepTheSameLinesWhateverTheDigits(t *testing.T) {
+	t.Parallel()
+	first := func(id string) string {
+		got := lastLines("AAAAAAAAAA\nBBBBBBBBBB\nCCCCCCCCCC\njob "+id+" failed", 10, 38)
+		if len(got) > 38 {
+			t.Errorf("lastLines kept %d bytes, over the limit 38: %q", len(got), got)
+		}
+		line, _, _ := strings.Cut(got, "\n")
+		return line
+	}
+	for _, id := range []string{"10", "100", "123456"} {
+		if got, want := first(id), first("9"); got != want {
+			t.Errorf("with job %s the kept lines start %q; with job 9 %q", id, got, want)
+		}
+	}
+}

@@ -536,22 +536,46 @@ func lastLines(text string, maxLines, limit int) string {
 	for i, l := range lines {
 		lines[i] = snippet(l, limit/2)
 	}
-	s := strings.Join(lines, "\n")
+	// Whole lines are left out, as many as the limit asks, counted with
+	// each run of digits as one byte and a tenth of the limit left for
+	// the digits: a cut whose place moved with the lengths of what comes
+	// after it (an id's digits) would start the text elsewhere for each
+	// job, and failures that differ only in ids would not be grouped as
+	// one.
+	from, size, budget := len(lines), 0, limit-len("…")-limit/10
+	for from > 0 && size+digitless(lines[from-1])+1 <= budget {
+		from--
+		size += digitless(lines[from]) + 1
+	}
+	from = min(from, len(lines)-1)
+	s := strings.Join(lines[from:], "\n")
+	for len(s)+len("…") > limit && from < len(lines)-1 { // digits made the kept lines longer
+		from++
+		s = strings.Join(lines[from:], "\n")
+	}
 	if len(s) > limit {
 		cut := len(s) - limit + len("…")
-		// Whole lines are left out: a cut inside one would start the text
-		// at a place that moves with the lengths of what comes after it
-		// (an id's digits), and failures that differ only there would not
-		// be grouped as one.
-		if nl := strings.IndexByte(s[cut:], '\n'); nl >= 0 && cut+nl+1 < len(s) {
-			return "…" + s[cut+nl+1:]
-		}
 		for cut < len(s) && !utf8.RuneStart(s[cut]) {
 			cut++
 		}
-		s = "…" + s[cut:]
+		return "…" + s[cut:]
+	}
+	if from > 0 {
+		return "…" + s
 	}
 	return s
+}
+
+// digitless is the length of line with each run of digits counted as one
+// byte.
+func digitless(line string) int {
+	n := 0
+	for i := range len(line) {
+		if line[i] < '0' || line[i] > '9' || i == 0 || line[i-1] < '0' || line[i-1] > '9' {
+			n++
+		}
+	}
+	return n
 }
 
 // printable writes invalid UTF-8 and control characters other than newline
