@@ -214,3 +214,12 @@ func outcomeOf(t testing.TB, outcomes []ops.IDOutcome, id int64) ops.IDOutcome {
 	t.Fatalf("no outcome for id %d in %+v", id, outcomes)
 	return ops.IDOutcome{}
 }
+
+// counted is a count of a health verdict, or -1 where the check could not
+// read it (absent): a test comparing it fails rather than panics.
+func counted[T int | int64](p *T) T {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

@@ -79,7 +79,7 @@ func TestAgentSession(t *testing.T) {
 	// The agent, with tool calls only.
 	e := newEnvOn(t, st, ops.Options{})
 	health := callOK[ops.Health](t, e, "pgbus_health", nil)
-	if *health.DeadMessages < transient+bad+unknown {
+	if counted(health.DeadMessages) < transient+bad+unknown {
 		t.Errorf("health: %+v", health)
 	}
 	// The new dead letters are a reason, whose next step is the summary of

@@ -290,3 +290,12 @@ func (w *lineWatch) Write(p []byte) (int, error) {
 		w.partial = w.partial[i+1:]
 	}
 }
+
+// counted is a count of a health verdict, or -1 where the check could not
+// read it (absent): a test comparing it fails rather than panics.
+func counted[T int | int64](p *T) T {
+	if p == nil {
+		return -1
+	}
+	return *p
+}

@@ -29,7 +29,7 @@ func TestHealthAndWorkers(t *testing.T) {
 
 	var h ops.Health
 	d.json(t, &h, "health")
-	if h.Status != ops.HealthStalled || *h.Queues != 1 || *h.Backlog != 2 || *h.DeadMessages != 0 || *h.Workers != 0 || h.CheckedAt.IsZero() {
+	if h.Status != ops.HealthStalled || counted(h.Queues) != 1 || counted(h.Backlog) != 2 || counted(h.DeadMessages) != 0 || counted(h.Workers) != 0 || h.CheckedAt.IsZero() {
 		t.Fatalf("health with ready messages and no worker: %+v", h)
 	}
 	if len(h.Reasons) != 1 {
@@ -105,7 +105,7 @@ func TestHealthAndWorkers(t *testing.T) {
 
 	// Nothing is ready now: OK.
 	d.json(t, &h, "health")
-	if h.Status != ops.HealthOK || len(h.Reasons) != 0 || *h.Backlog != 0 || *h.Workers != 0 {
+	if h.Status != ops.HealthOK || len(h.Reasons) != 0 || counted(h.Backlog) != 0 || counted(h.Workers) != 0 {
 		t.Fatalf("health after the queue drained: %+v", h)
 	}
 	d.ok(t, "health", "--fail-on", "degraded")
