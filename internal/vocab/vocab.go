@@ -197,8 +197,9 @@ func calledConfirmed(h ops.Hint) bool {
 	if h.Args["dry_run"] == true {
 		return false
 	}
-	_, byIDs := h.Args["ids"]
-	return h.Args["confirm"] == true || h.Op == ops.OpDLQRetry && h.Args["expect"] != nil || h.Op == ops.OpDLQDiscard && byIDs
+	ids, _ := h.Args["ids"].([]int64)
+	severalIDs := len(slices.Compact(slices.Sorted(slices.Values(ids)))) > 1 // one id needs no --yes
+	return h.Args["confirm"] == true || h.Op == ops.OpDLQRetry && h.Args["expect"] != nil || h.Op == ops.OpDLQDiscard && severalIDs
 }
 
 // needsYes reports whether the command of h asks for --yes: bulk and

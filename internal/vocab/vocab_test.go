@@ -86,6 +86,7 @@ func TestCallCommand(t *testing.T) {
 		{ops.Hint{Op: ops.OpDLQPurge, Args: map[string]any{"older_than": "0s", "queue": "orders", "confirm": true}}, "pgbus dlq purge --older-than 0s --queue orders --yes"},
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "billing", "limit": 2}}, "pgbus dlq discard --limit 2 --queue billing"},
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"ids": []int64{7, 8}, "queue": "orders"}}, "pgbus dlq discard 7 8 --queue orders --yes"},
+		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"ids": []int64{7}, "queue": "orders"}}, "pgbus dlq discard 7 --queue orders"},
 		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 5, "expect": "3-abc"}}, "pgbus dlq retry-all --expect 3-abc --limit 5 --queue orders --yes"},
 		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 5, "expect": "3-abc", "dry_run": true}}, "pgbus dlq retry-all --dry-run --expect 3-abc --limit 5 --queue orders"},
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"ids": []int64{7, 8}, "queue": "orders", "confirm": true}}, "pgbus dlq discard 7 8 --queue orders --yes"},
