@@ -85,6 +85,10 @@ type Config struct {
 	// or #, empty, . or .. segments, of a URL path's characters only); a
 	// trailing slash is dropped.
 	BasePath string
+	// CommandFlags are the global flags the commands a page names for a
+	// person to run carry, each as " --name value": those the server was
+	// started with, such as " --config /etc/pgbus.yaml". Empty for none.
+	CommandFlags string
 }
 
 // server is the dashboard's handler.
@@ -142,7 +146,7 @@ func New(svc *ops.Service, cfg Config) (http.Handler, error) {
 	if _, err := rand.Read(s.key); err != nil {
 		return nil, err
 	}
-	if s.pages, err = parsePages(base); err != nil {
+	if s.pages, err = parsePages(base, cfg.CommandFlags); err != nil {
 		return nil, err
 	}
 	static, err := fs.Sub(assets, "static")

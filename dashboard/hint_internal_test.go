@@ -34,7 +34,7 @@ func TestHintsOfAQueueLinkItsPage(t *testing.T) {
 			t.Errorf("link %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if cmds := hintCommands(hints); len(cmds) != 0 {
+	if cmds := hintCommands(hints, " --config pgbus.yaml"); len(cmds) != 0 {
 		t.Errorf("the hints the dashboard links are given as commands too: %+v", cmds)
 	}
 }
@@ -76,5 +76,15 @@ func TestHintsByIDsLinkTheSelectionsPreview(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("link %d: %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// A command the dashboard names for a person to run carries the global
+// flags the server was started with; its help line does not need them.
+func TestHintCommandsCarryServerFlags(t *testing.T) {
+	t.Parallel()
+	cmds := hintCommands([]ops.Hint{{Op: ops.OpMigrate, Why: "create the schema"}}, " --config /etc/pgbus.yaml")
+	if len(cmds) != 1 || cmds[0].Line != "pgbus migrate --config /etc/pgbus.yaml" || cmds[0].Help != "pgbus migrate --help" {
+		t.Fatalf("commands %+v, want pgbus migrate with the server's --config", cmds)
 	}
 }

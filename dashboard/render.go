@@ -77,12 +77,15 @@ type pageData struct {
 
 // parsePages parses the pages of a dashboard served under base (see
 // Config.BasePath): the templates write every address of the dashboard
-// through the helpers u, link and static, which put base in front of it.
-func parsePages(base string) (map[string]*page, error) {
+// through the helpers u, link and static, which put base in front of it,
+// and the commands of hints through hintcmds, which puts commandFlags
+// (Config.CommandFlags) after them.
+func parsePages(base, commandFlags string) (map[string]*page, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).Funcs(template.FuncMap{
-		"u":      func(p string) string { return base + p },
-		"link":   func(p string, kv ...any) string { return base + pageLink(p, kv...) },
-		"static": func(name string) string { return base + staticURL(name) },
+		"hintcmds": func(hints []ops.Hint) []command { return hintCommands(hints, commandFlags) },
+		"u":        func(p string) string { return base + p },
+		"link":     func(p string, kv ...any) string { return base + pageLink(p, kv...) },
+		"static":   func(name string) string { return base + staticURL(name) },
 	}).ParseFS(assets, "templates/layout.html")
 	if err != nil {
 		return nil, err
@@ -245,7 +248,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		return dup
 	})
 	v.Title = http.StatusText(status)
-	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links, Commands: hintCommands(hints)})
+	s.render(w, r, status, "problem", v, problem{Status: status, Message: msg, Links: links, Commands: hintCommands(hints, s.cfg.CommandFlags)})
 }
 
 // notFound is the page of a path the dashboard does not have, or does
@@ -382,8 +385,9 @@ func hintPage(h ops.Hint) (string, bool) {
 // hintCommands names the hints the dashboard has no page for as the
 // command lines a person runs, such as pgbus migrate for a database whose
 // schema is missing or old: a page of advice that only said "migrate"
-// left the reader to find the command.
-func hintCommands(hints []ops.Hint) []command {
+// left the reader to find the command. The lines carry flags, the
+// dashboard's Config.CommandFlags.
+func hintCommands(hints []ops.Hint, flags string) []command {
 	var out []command
 	for _, h := range hints {
 		if _, ok := hintPage(h); ok {
@@ -393,18 +397,18 @@ func hintCommands(hints []ops.Hint) []command {
 		if text == "" {
 			text = "run"
 		}
-		out = append(out, command{Text: strings.ToUpper(text[:1]) + text[1:], Line: vocab.Command(h),
+		out = append(out, command{Text: strings.ToUpper(text[:1]) + text[1:], Line: vocab.WithFlags(vocab.Command(h), flags),
 			Help: vocab.Command(ops.Hint{Op: h.Op}) + " --help"})
 	}
 	return out
 }
 
 // funcs are the templates' helpers; parsePages adds those that write
-// addresses, which depend on the base path.
+// addresses, which depend on the base path, and commands, which depend on
+// the flags they carry.
 var funcs = template.FuncMap{
 	"outcome":    outcomeWords,
 	"hintlinks":  hintLinks,
-	"hintcmds":   hintCommands,
 	"queuePath":  queuePath,
 	"iso":        func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"abs":        func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },

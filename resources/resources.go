@@ -129,7 +129,7 @@ func (r *reader) deadMessage(ctx context.Context, req mcp.ReadResourceRequest) (
 	if err != nil {
 		return nil, readError(ctx, uri, err)
 	}
-	tools.NameHints(reflect.ValueOf(&m), r.d.Ops.ReadOnly())
+	tools.NameHints(reflect.ValueOf(&m), r.d)
 	tools.WordNotes(&m)
 	return jsonContents(uri, m)
 }

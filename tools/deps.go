@@ -13,4 +13,8 @@ import (
 // layer, which holds the payload gate and read-only mode.
 type Deps struct {
 	Ops *ops.Service
+	// CommandFlags are the global flags the commands the tools relay to an
+	// operator carry, each as " --name value": those the server was started
+	// with, such as " --config /etc/pgbus.yaml". Empty for none.
+	CommandFlags string
 }

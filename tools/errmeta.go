@@ -67,8 +67,8 @@ func withErrorMeta(res *mcp.CallToolResult, m errorMeta) *mcp.CallToolResult {
 // errorMetaOf is the data of err's error result: its kind as the
 // operations layer classes it, the next steps the text renders, named as
 // tools, and how much was done when a bulk call stopped partway.
-func errorMetaOf(err error, readOnly bool) errorMeta {
-	m := errorMeta{Kind: errorKind(err), Next: nextCalls(nextSteps(err), readOnly)}
+func errorMetaOf(err error, r relay) errorMeta {
+	m := errorMeta{Kind: errorKind(err), Next: nextCalls(nextSteps(err), r)}
 	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
 		m.PartlyDone = &partlyDoneMeta{Done: p.Done, Limit: p.Limit}
 	}
@@ -98,10 +98,10 @@ func nextSteps(err error) []ops.Hint {
 
 // nextCalls renders hints as the steps of an error's data, redacted as
 // its text is.
-func nextCalls(hints []ops.Hint, readOnly bool) []nextCall {
+func nextCalls(hints []ops.Hint, r relay) []nextCall {
 	calls := make([]nextCall, 0, len(hints))
 	for _, h := range hints {
-		h = toolHint(h, readOnly)
+		h = r.hint(h)
 		why, _ := ops.RedactText(h.Why)
 		if h.Op == "cli" {
 			command, _ := h.Args["command"].(string)

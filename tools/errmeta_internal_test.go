@@ -29,7 +29,7 @@ func TestErrorMetaKinds(t *testing.T) {
 		&ops.PartlyDone{Verb: "purging", Done: 7, Err: ops.ErrUnavailable},
 		errors.New("disk on fire"),
 	} {
-		m := metaOf(t, errorResult(err, false))
+		m := metaOf(t, errorResult(err, relay{}))
 		want := ops.ErrorKind(err)
 		if errors.As(err, new(*callError)) {
 			want = ops.KindUsage
@@ -47,7 +47,7 @@ func TestErrorMetaPartlyDoneAndCommands(t *testing.T) {
 	t.Parallel()
 	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled,
 		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 100000}, Why: "retries the rest"}})
-	got := metaJSON(t, metaOf(t, errorResult(err, false)))
+	got := metaJSON(t, metaOf(t, errorResult(err, relay{})))
 	if want := `{"kind":"stopped","next":[{"tool":"pgbus_dlq_retry","arguments":{"limit":100000,"queue":"orders"},"why":"retries the rest"}],"partly_done":{"done":2032,"limit":100000}}`; got != want {
 		t.Errorf("a retry stopped partway: %s, want %s", got, want)
 	}
@@ -62,7 +62,7 @@ func TestErrorMetaPartlyDoneAndCommands(t *testing.T) {
 		true: `{"kind":"invalid","next":[{"command":"pgbus migrate","why":"creates the schema (no tool does this: ask an operator to run the command)"},` +
 			`{"command":"pgbus dlq retry 42 --queue orders","why":"retries it (this server is read-only: ask an operator to run the command)"}]}`,
 	} {
-		res := errorResult(hints, readOnly)
+		res := errorResult(hints, relay{readOnly: readOnly})
 		if got := metaJSON(t, metaOf(t, res)); got != want {
 			t.Errorf("read-only %v: %s\nwant %s", readOnly, got, want)
 		}

@@ -25,7 +25,7 @@ func TestErrorResultHidesSecrets(t *testing.T) {
 			&ops.Error{Msg: text, Err: ops.ErrInvalid},
 			fmt.Errorf("%w: %s", ops.ErrNotFound, text),
 		} {
-			res := errorResult(err, false)
+			res := errorResult(err, relay{})
 			if !res.IsError || len(res.Content) != 1 {
 				t.Fatalf("errorResult(%v) = %+v, want one text content marked as an error", err, res)
 			}
@@ -45,7 +45,7 @@ func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
 	t.Parallel()
 	err := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled,
 		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 97968}, Why: "retries the rest"}})
-	got := errorText(err, false)
+	got := errorText(err, relay{})
 	want := "the call was cancelled or timed out before it finished; it stopped after retrying 2,032 of up to 100,000 dead messages, which stay retried: " +
 		`the same call again with "limit": 97968 retries the rest: see pgbus_dlq_retry {"limit":97968,"queue":"orders"}`
 	if got != want {
@@ -58,10 +58,10 @@ func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
 // partly done; a failure its layer gave the health check names it.
 func TestErrorTextNamesOnlyTheStepsItIsGiven(t *testing.T) {
 	t.Parallel()
-	if got, want := errorText(context.Canceled, false), "the call was cancelled or timed out before it finished: try it again"; got != want {
+	if got, want := errorText(context.Canceled, relay{}), "the call was cancelled or timed out before it finished: try it again"; got != want {
 		t.Errorf("errorText of a read cancelled = %q, want %q", got, want)
 	}
-	got := errorText(ops.ErrUnavailable, false)
+	got := errorText(ops.ErrUnavailable, relay{})
 	if want := "not a problem with the arguments: check pgbus_health and try again later"; !strings.HasSuffix(got, want) {
 		t.Errorf("errorText of a database unavailable = %q, want it to end %q", got, want)
 	}

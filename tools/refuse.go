@@ -76,21 +76,22 @@ func refusing[In any](d Deps, t mcp.Tool, op string, call func(In) (any, ops.Hin
 	return server.ServerTool{
 		Tool: t,
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			rl := d.relay()
 			var in In
 			if err := decodeArgs(req, &in); err != nil {
-				return errorResult(err, true), nil
+				return errorResult(err, rl), nil
 			}
 			r, h, err := call(in)
 			if err == nil {
 				err = d.Ops.CheckCall(ctx, op, r)
 			}
 			if err != nil {
-				return errorResult(err, true), nil
+				return errorResult(err, rl), nil
 			}
 			if h.Op == "" {
 				h.Op = op
 			}
-			return refusal(t.Name, h), nil
+			return refusal(t.Name, h, rl), nil
 		},
 	}
 }
@@ -101,11 +102,11 @@ func refusing[In any](d Deps, t mcp.Tool, op string, call func(In) (any, ops.Hin
 // what the call confirmed: a purge or discard the call did not confirm,
 // which a writable server would refuse until checked, is the command
 // that says what it would touch and changes nothing.
-func refusal(tool string, h ops.Hint) *mcp.CallToolResult {
-	command, why := vocab.CommandName(h.Op), ""
+func refusal(tool string, h ops.Hint, r relay) *mcp.CallToolResult {
+	command, why := r.command(vocab.CommandName(h.Op)), ""
 	if len(h.Args) > 0 {
 		if full := vocab.CallCommand(h); len(full) <= maxRefusalCommand {
-			command, why = full, h.Why
+			command, why = r.command(full), h.Why
 		}
 	}
 	said := command

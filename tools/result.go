@@ -21,11 +21,11 @@ import (
 // what to do. It never answers a protocol error, so a bad call leaves the
 // session serving.
 func handler[In, Out any](d Deps, fn func(ctx context.Context, in In) (Out, error)) server.ToolHandlerFunc {
-	readOnly := d.Ops.ReadOnly()
+	r := d.relay()
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in In
 		if err := decodeArgs(req, &in); err != nil {
-			return errorResult(err, readOnly), nil
+			return errorResult(err, r), nil
 		}
 		ctx = ops.WithClient(withRoundTrip(withProgressToken(ctx, req), req), clientName(ctx))
 		out, err := fn(ctx, in)
@@ -33,21 +33,21 @@ func handler[In, Out any](d Deps, fn func(ctx context.Context, in In) (Out, erro
 			return res, nil
 		}
 		if err != nil {
-			return errorResult(err, readOnly), nil
+			return errorResult(err, r), nil
 		}
-		return structuredResult(&out, readOnly), nil
+		return structuredResult(&out, r), nil
 	}
 }
 
 // structuredResult answers out (a pointer) as structured content with a
 // JSON copy in the text content, for clients that read only text.
-func structuredResult(out any, readOnly bool) *mcp.CallToolResult {
+func structuredResult(out any, r relay) *mcp.CallToolResult {
 	fillNil(reflect.ValueOf(out))
-	NameHints(reflect.ValueOf(out), readOnly)
+	r.nameHints(reflect.ValueOf(out))
 	WordNotes(out)
 	text, err := JSONText(out)
 	if err != nil {
-		return errorResult(err, readOnly)
+		return errorResult(err, r)
 	}
 	return mcp.NewToolResultStructured(out, text)
 }
@@ -71,12 +71,12 @@ func JSONText(v any) (string, error) {
 // quote what a database or a downstream said, so its secrets are hidden
 // as in every other output. Its _meta says the same as data
 // (ErrorMetaKey).
-func errorResult(err error, readOnly bool) *mcp.CallToolResult {
-	text, _ := ops.RedactText(errorText(err, readOnly))
-	return withErrorMeta(mcp.NewToolResultError(text), errorMetaOf(err, readOnly))
+func errorResult(err error, r relay) *mcp.CallToolResult {
+	text, _ := ops.RedactText(errorText(err, r))
+	return withErrorMeta(mcp.NewToolResultError(text), errorMetaOf(err, r))
 }
 
-func errorText(err error, readOnly bool) string {
+func errorText(err error, r relay) string {
 	var ce *callError
 	var oe *ops.Error
 	var pd *ops.PartlyDone
@@ -85,7 +85,7 @@ func errorText(err error, readOnly bool) string {
 	case errors.As(err, &ce):
 		return ce.msg
 	case errors.As(err, &oe):
-		return oe.Msg + hintText(next, readOnly)
+		return oe.Msg + hintText(next, r)
 	case errors.As(err, &pd):
 		// Part of the work is done and stays done: say how much, and
 		// that the same call does the rest.
@@ -94,21 +94,21 @@ func errorText(err error, readOnly bool) string {
 			why = "the call was cancelled or timed out before it finished"
 		}
 		if pd.Again.Op == "" {
-			return why + "; it " + pd.Stopped() + hintText(next, readOnly)
+			return why + "; it " + pd.Stopped() + hintText(next, r)
 		}
 		again := "the same call again"
 		if left := pd.Left(); left > 0 {
 			again += ` with "limit": ` + strconv.FormatInt(left, 10)
 		}
-		return why + "; it " + pd.Stopped() + ": " + again + " " + pd.Rest() + hintText(next, readOnly)
+		return why + "; it " + pd.Stopped() + ": " + again + " " + pd.Rest() + hintText(next, r)
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrNotFound):
 		return err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return cutOffText(next, readOnly)
+		return cutOffText(next, r)
 	}
 	then := ": try again later"
 	if len(next) > 0 {
-		then = ": check " + toolCalls(next, readOnly) + " and try again later"
+		then = ": check " + toolCalls(next, r) + " and try again later"
 	}
 	return "pgbus could not complete the call: " + err.Error() + ". This is a server-side problem (is the database reachable?), not a problem with the arguments" + then
 }
@@ -116,40 +116,42 @@ func errorText(err error, readOnly bool) string {
 // cutOffText is the text of a call cancelled or out of time: its next
 // steps, the lists that show what a write did, are to check before
 // calling again; a call without them (a read) has nothing to check.
-func cutOffText(next []ops.Hint, readOnly bool) string {
+func cutOffText(next []ops.Hint, r relay) string {
 	if len(next) == 0 {
 		return "the call was cancelled or timed out before it finished: try it again"
 	}
-	return "the call was cancelled or timed out before it finished; a write may have been partly done: check with " + toolCalls(next, readOnly) + " before trying again"
+	return "the call was cancelled or timed out before it finished; a write may have been partly done: check with " + toolCalls(next, r) + " before trying again"
 }
 
 // hintText renders next steps as tool calls, for an error's text.
-func hintText(hints []ops.Hint, readOnly bool) string {
+func hintText(hints []ops.Hint, r relay) string {
 	if len(hints) == 0 {
 		return ""
 	}
-	return ": see " + toolCalls(hints, readOnly)
+	return ": see " + toolCalls(hints, r)
 }
 
 // toolCalls names hints as tool calls, one or another.
-func toolCalls(hints []ops.Hint, readOnly bool) string {
+func toolCalls(hints []ops.Hint, r relay) string {
 	calls := make([]string, len(hints))
 	for i, h := range hints {
-		calls[i] = vocab.ToolCallOn(h, readOnly)
+		calls[i] = r.call(h)
 	}
 	return strings.Join(calls, " or ")
 }
 
 // NameHints rewrites the operations named by the hints reachable from v
-// into the tools that do them; an operation no tool does, or whose tool a
-// read-only server leaves out, becomes the command for an operator to run
-// (op "cli", args.command).
-func NameHints(v reflect.Value, readOnly bool) {
-	ops.RewriteHints(v, func(h ops.Hint) ops.Hint { return toolHint(h, readOnly) })
+// into the tools of d's server that do them; an operation no tool does,
+// or whose tool a read-only server leaves out, becomes the command for an
+// operator to run (op "cli", args.command).
+func NameHints(v reflect.Value, d Deps) { d.relay().nameHints(v) }
+
+func (r relay) nameHints(v reflect.Value) {
+	ops.RewriteHints(v, r.hint)
 }
 
-func toolHint(h ops.Hint, readOnly bool) ops.Hint {
-	if name, ok := vocab.ToolOn(h.Op, readOnly); ok {
+func (r relay) hint(h ops.Hint) ops.Hint {
+	if name, ok := vocab.ToolOn(h.Op, r.readOnly); ok {
 		h.Op = name
 		return h
 	}
@@ -157,7 +159,7 @@ func toolHint(h ops.Hint, readOnly bool) ops.Hint {
 	if _, ok := vocab.Tool(h.Op); ok {
 		why = " (this server is read-only: ask an operator to run the command)"
 	}
-	return ops.Hint{Op: "cli", Args: map[string]any{"command": vocab.Command(h)}, Why: h.Why + why}
+	return ops.Hint{Op: "cli", Args: map[string]any{"command": r.command(vocab.Command(h))}, Why: h.Why + why}
 }
 
 // fillNil replaces nil slices and maps reachable from v with empty ones, so

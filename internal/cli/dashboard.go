@@ -98,7 +98,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 		Transport: mcpserver.TransportHTTP,
 		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, BasePath: f.basePath},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields), Logger: a.log,
-		Handlers: a.queueHandlers(), DatabaseCallTimeout: f.callTimeout,
+		Handlers: a.queueHandlers(), DatabaseCallTimeout: f.callTimeout, CommandFlags: a.relayFlags(),
 	}
 	if err := c.Check(); err != nil {
 		return usageError{err}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -178,12 +179,7 @@ func (a *app) command(h ops.Hint) string {
 
 // carried is line, a command line, with the global flags this command was
 // given on its command line after it, when it runs pgbus.
-func (a *app) carried(line string) string {
-	if a.carry == "" || !strings.HasPrefix(line, "pgbus ") {
-		return line
-	}
-	return line + a.carry
-}
+func (a *app) carried(line string) string { return vocab.WithFlags(line, a.carry) }
 
 // carriedFlags are the global flags a next step keeps when they were
 // given on the command line, and how each is written there.
@@ -213,6 +209,28 @@ func (a *app) setCarry(fs *pflag.FlagSet) {
 			a.carry += flag
 		}
 	}
+}
+
+// relayFlags are the global flags the commands a server relays to an
+// operator carry (runner.MCPConfig.CommandFlags): the configuration file
+// and data directory it runs with, however it was given them (an MCP
+// client's configuration often sets them in the environment, which the
+// operator's shell lacks), as absolute paths, since the operator runs
+// them elsewhere. A data directory from the configuration file comes
+// with the file. Not its database URL: what the agent passes on need not
+// tell it where the database is, and the operator has their own.
+func (a *app) relayFlags() string {
+	var out string
+	for _, s := range []struct{ name, value string }{{"config", a.configPath}, {"data-dir", a.dataDir}} {
+		if s.value == "" || strings.HasPrefix(a.sources[s.name], "config ") {
+			continue
+		}
+		if abs, err := filepath.Abs(s.value); err == nil {
+			s.value = abs
+		}
+		out += " --" + s.name + " " + vocab.ShellQuote(s.value)
+	}
+	return out
 }
 
 // otherRole has next steps leave out the --database-url this command was

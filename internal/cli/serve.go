@@ -76,6 +76,10 @@ Without embedded workers it also leaves the schema alone: it checks that
 pgbus migrate has run instead of migrating, and writes nothing, so a database
 role that may only read can serve it.
 
+A command the server names for an operator to run (a write on a read-only
+server, a migration, a worker to start) carries the --config and --data-dir
+the server runs with, as absolute paths, but never its database URL.
+
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
 file with their handlers, exactly as pgbus work does, with the same
@@ -163,6 +167,7 @@ func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
 		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, MaxSessions: f.maxSessions, BasePath: f.basePath},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields),
 		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log, Handlers: a.queueHandlers(), DatabaseCallTimeout: f.timing.callTimeout,
+		CommandFlags: a.relayFlags(),
 	}
 }
 

@@ -98,8 +98,15 @@ func serveStdio(t *testing.T, args ...string) (*client.Client, *mcp.InitializeRe
 // serveStdioAs is serveStdio with a client that introduces itself as name.
 func serveStdioAs(t *testing.T, name string, args ...string) (*client.Client, *mcp.InitializeResult, *syncBuffer) {
 	t.Helper()
+	return serveStdioEnv(t, name, []string{"DATABASE_URL="}, args...)
+}
+
+// serveStdioEnv is serveStdioAs with env added to the test's environment
+// instead of an empty DATABASE_URL.
+func serveStdioEnv(t *testing.T, name string, env []string, args ...string) (*client.Client, *mcp.InitializeResult, *syncBuffer) {
+	t.Helper()
 	stderr := &syncBuffer{}
-	c, err := client.NewStdioMCPClientWithOptions(binary, []string{"DATABASE_URL=", "PGBUS_LOG_FORMAT=json"},
+	c, err := client.NewStdioMCPClientWithOptions(binary, append(env, "PGBUS_LOG_FORMAT=json"),
 		append([]string{"serve"}, args...), transport.WithCommandStderrWriter(stderr))
 	if err != nil {
 		t.Fatal(err)

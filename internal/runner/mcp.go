@@ -61,6 +61,10 @@ type MCPConfig struct {
 	// beside the server (Background), whose stop on an error the server's
 	// health verdict reports.
 	OwnWorkers *ops.OwnWorkers
+	// CommandFlags are the global flags the commands the server names for
+	// an operator to run carry, each as " --name value" (tools.Deps,
+	// dashboard.Config).
+	CommandFlags string
 	// Monitor, when set, counts the tool calls; over HTTP its metrics
 	// are served at /metrics and its probes at /livez and /readyz.
 	Monitor *Monitor
@@ -121,7 +125,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		// The dashboard shares the tools' service: the same operations,
 		// views and redaction, at / next to /mcp.
 		if c.HTTP.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: c.HTTP.AuthToken, SecureCookies: !loopbackAddr(c.HTTP.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger,
-			MCP: c.basePath() + mcpserver.PathMCP, BasePath: c.HTTP.BasePath}); err != nil {
+			MCP: c.basePath() + mcpserver.PathMCP, BasePath: c.HTTP.BasePath, CommandFlags: c.CommandFlags}); err != nil {
 			return err
 		}
 	}
@@ -130,7 +134,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 		opts.ToolCalled = c.Monitor.Metrics.ToolCalled
 		c.HTTP.Metrics, c.HTTP.Probes = c.Monitor.MetricsHandler(), c.Monitor.ProbesHandler()
 	}
-	s, err := mcpserver.New(tools.Deps{Ops: svc}, opts)
+	s, err := mcpserver.New(tools.Deps{Ops: svc, CommandFlags: c.CommandFlags}, opts)
 	if err != nil {
 		return err
 	}
@@ -199,7 +203,7 @@ func ServeDashboard(ctx context.Context, st *store.Store, c MCPConfig) error {
 	mon := NewMonitor(svc, c.Logger, nil)
 	h.Probes, h.Metrics = mon.ProbesHandler(), mon.MetricsHandler()
 	if h.Dashboard, err = dashboard.New(svc, dashboard.Config{AuthToken: h.AuthToken, SecureCookies: !loopbackAddr(h.Addr), TrustedProxies: c.TrustedProxies, Logger: c.Logger,
-		BasePath: h.BasePath}); err != nil {
+		BasePath: h.BasePath, CommandFlags: c.CommandFlags}); err != nil {
 		return err
 	}
 	ready := h.Ready

@@ -110,6 +110,17 @@ func CommandName(op string) string {
 // Command renders a hint as a pgbus command line a person can run.
 func Command(h ops.Hint) string { return command(h, false) }
 
+// WithFlags is line, a command line, with flags (" --config pgbus.yaml")
+// after it when it runs pgbus: the global flags of the program that named
+// the step, without which it would run against another database or
+// without its handlers.
+func WithFlags(line, flags string) string {
+	if flags == "" || !strings.HasPrefix(line, "pgbus ") {
+		return line
+	}
+	return line + flags
+}
+
 // CallCommand renders a hint that repeats a call as it was made, as a
 // read-only server relays a write call it cannot make, as the command a
 // person can run instead. It passes --yes only for a call that went
