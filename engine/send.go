@@ -77,7 +77,7 @@ func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendO
 		return 0, err
 	}
 	if !opts.Deadline.IsZero() {
-		if err := checkDeadline(c.serverNow(ctx), opts); err != nil {
+		if err := CheckDeadline(c.serverNow(ctx), opts); err != nil {
 			return 0, err
 		}
 	}
@@ -249,10 +249,13 @@ func (c *Client) serverNow(ctx context.Context) time.Time {
 	return c.store.Now()
 }
 
-// checkDeadline refuses a message whose deadline has passed at now (the
-// database server's time), or falls before its delay ends: a worker
-// would dead-letter it as deadline_exceeded without running it.
-func checkDeadline(now time.Time, opts SendOptions) error {
+// CheckDeadline refuses options whose deadline has passed at now (the
+// database server's time), or falls before their delay ends: a worker
+// would dead-letter the message as deadline_exceeded without running it.
+// It is the rule the Send methods apply, with their slack for measuring
+// the server's clock, for a caller that checks before sending; options
+// without a deadline pass.
+func CheckDeadline(now time.Time, opts SendOptions) error {
 	if opts.Deadline.IsZero() {
 		return nil
 	}

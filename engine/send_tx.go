@@ -157,7 +157,7 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 		if now.IsZero() {
 			now = c.serverNow(ctx)
 		}
-		if err := checkDeadline(now, m.Options); err != nil {
+		if err := CheckDeadline(now, m.Options); err != nil {
 			if len(msgs) > 1 {
 				err = &BatchMessageError{Index: i, Err: err}
 			}

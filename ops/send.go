@@ -108,16 +108,10 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 }
 
 // checkSendTimes refuses a deadline that would dead-letter the message
-// without running: one in the past, or before its delay ends.
+// without running: one that has passed, or comes before its delay ends,
+// on the service's clock, by the rule the engine's sends apply.
 func (s *Service) checkSendTimes(req SendRequest) error {
-	if !req.Deadline.IsZero() && !req.Deadline.After(s.now()) {
-		return pastDeadline(req.Deadline)
-	}
-	if req.Delay > 0 && !req.Deadline.IsZero() && !req.Deadline.After(s.now().Add(req.Delay)) {
-		return invalidf("deadline %s comes before the delay of %s ends: the message would be dead-lettered without running; give a later deadline or a shorter delay",
-			req.Deadline.UTC().Format(time.RFC3339), req.Delay)
-	}
-	return nil
+	return explain(engine.CheckDeadline(s.now(), engine.SendOptions{Deadline: req.Deadline, Delay: req.Delay}))
 }
 
 // pastDeadline refuses deadline at, which has passed.

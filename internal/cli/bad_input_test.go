@@ -53,7 +53,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"negative delay", []string{"send", "orders", "{}", "--delay", "-5s"}, "", "negative"},
 		{"huge delay", []string{"send", "orders", "{}", "--delay", "999999h"}, "", "too long"},
 		{"bad deadline", []string{"send", "orders", "{}", "--deadline", "tomorrow-ish"}, "", "RFC 3339"},
-		{"past deadline", []string{"send", "orders", "{}", "--deadline", "2001-01-01T00:00:00Z"}, "", "in the past"},
+		{"past deadline", []string{"send", "orders", "{}", "--deadline", "2001-01-01T00:00:00Z"}, "", "has passed"},
 		{"deadline of the first instant", []string{"send", "orders", "{}", "--deadline", "0001-01-01T00:00:00Z"}, "", "deadline 0001-01-01T00:00:00Z is in the past: the message would be dead-lettered without running"},
 		{"deadline of the first day", []string{"send", "orders", "{}", "--deadline", "0001-01-01"}, "", "deadline 0001-01-01T00:00:00Z is in the past"},
 		{"deadline of the first day, ndjson", []string{"send", "orders", "--ndjson", "-", "--deadline", "0001-01-01"}, "{}\n", "deadline 0001-01-01T00:00:00Z is in the past"},
