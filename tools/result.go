@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/hiddenchar"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -54,7 +56,12 @@ func structuredResult(out any, r relay) *mcp.CallToolResult {
 
 // JSONText is v's JSON as the text of a result or resource: <, > and &
 // as they are, not as \u003c escapes, which an agent reads as six
-// characters each (error patterns hold <n> and <str>).
+// characters each (error patterns hold <n> and <str>); the characters
+// that reorder or hide text (hiddenchar), as \u escapes: a dead
+// message's error or payload holding a right-to-left override, quoted by
+// an agent to a person, would read otherwise than it is written. The
+// escapes keep the values: a JSON reader gets the same strings, as the
+// structured content has them (data for a program, not text to read).
 func JSONText(v any) (string, error) {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
@@ -62,7 +69,25 @@ func JSONText(v any) (string, error) {
 	if err := enc.Encode(v); err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
+	return escapeHidden(strings.TrimSuffix(b.String(), "\n")), nil
+}
+
+// escapeHidden is s with each hidden character (hiddenchar.Is) written as
+// a \u escape, which JSON reads as the character: in JSON text, they can
+// only stand in strings.
+func escapeHidden(s string) string {
+	if !strings.ContainsFunc(s, hiddenchar.Is) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if hiddenchar.Is(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // errorResult answers err as a tool error. Errors the caller can fix (bad
@@ -73,6 +98,7 @@ func JSONText(v any) (string, error) {
 // (ErrorMetaKey).
 func errorResult(err error, r relay) *mcp.CallToolResult {
 	text, _ := ops.RedactText(errorText(err, r))
+	text = escapeHidden(text)
 	return withErrorMeta(mcp.NewToolResultError(text), errorMetaOf(err, r))
 }
 

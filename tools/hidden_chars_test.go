@@ -1,0 +1,50 @@
+package tools_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// A dead message whose error and payload hold characters that reorder or
+// hide text (a right-to-left override, a zero-width space) is shown with
+// them escaped in the text content, which hosts give the model, as the
+// CLI and the dashboard show them: an agent quoting it to a person cannot
+// pass on text that reads otherwise than it is written. The values stay
+// the same once the JSON is read, as the structured content has them.
+func TestToolsEscapeCharactersThatHideText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{AllowPayloads: true})
+	q := newQueue(t, e.st)
+	const message = "refund of \u202eDSU 001\u202c to acct\u200b42 refused"
+	ids := pgtest.DeadLetter(t, e.st, q, pgtest.DeadSpec{Kind: "refund", Message: message, Payload: `{"note": "pay \u202eevil\u202c now"}`})
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"pgbus_dlq_show", map[string]any{"msg_id": ids[0], "queue": q, "include_payload": true}},
+		{"pgbus_dlq_list", map[string]any{"queue": q}},
+		{"pgbus_dlq_summary", map[string]any{"queue": q}},
+	} {
+		res := e.call(t, c.tool, c.args)
+		text := resultText(res)
+		if res.IsError {
+			t.Fatalf("%s: tool error: %s", c.tool, text)
+		}
+		if strings.ContainsAny(text, "\u202e\u202c\u200b") {
+			t.Errorf("%s: its text holds hidden characters as they are: %s", c.tool, text)
+		}
+		if !strings.Contains(text, `\u202e`) || !strings.Contains(text, `\u200b`) {
+			t.Errorf("%s: its text does not show the override and the zero-width space escaped: %s", c.tool, text)
+		}
+	}
+	shown := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "queue": q, "include_payload": true})
+	if shown.DeadLetter == nil || shown.DeadLetter.ErrorMessage != message {
+		t.Errorf("the error read back from the JSON is %+v; want %q as sent", shown.DeadLetter, message)
+	}
+	if !strings.Contains(string(shown.Payload), "pay \u202eevil\u202c now") && !strings.Contains(string(shown.Payload), `pay \u202eevil\u202c now`) {
+		t.Errorf("the payload read back is %s; want its note as sent", shown.Payload)
+	}
+}
