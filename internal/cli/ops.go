@@ -212,17 +212,22 @@ func (a *app) setCarry(fs *pflag.FlagSet) {
 }
 
 // relayFlags are the global flags the commands a server relays to an
-// operator carry (runner.MCPConfig.CommandFlags): the configuration file
-// and data directory it runs with, however it was given them (an MCP
-// client's configuration often sets them in the environment, which the
-// operator's shell lacks), as absolute paths, since the operator runs
-// them elsewhere. A data directory from the configuration file comes
-// with the file. Not its database URL: what the agent passes on need not
-// tell it where the database is, and the operator has their own.
+// operator carry (runner.MCPConfig.CommandFlags): the configuration file,
+// data directory and database URL it runs with, however it was given
+// them (an MCP client's configuration often sets them in the environment,
+// which the operator's shell lacks), so that a command copied as relayed
+// cannot reach another database. Paths are absolute, since the operator
+// runs them elsewhere; the URL is redacted as carry has it, its password
+// left for the operator to give. A setting from the configuration file
+// comes with the file.
 func (a *app) relayFlags() string {
 	var out string
-	for _, s := range []struct{ name, value string }{{"config", a.configPath}, {"data-dir", a.dataDir}} {
+	for _, s := range []struct{ name, value string }{{"config", a.configPath}, {"data-dir", a.dataDir}, {"database-url", a.databaseURL}} {
 		if s.value == "" || strings.HasPrefix(a.sources[s.name], "config ") {
+			continue
+		}
+		if s.name == "database-url" {
+			out += " --database-url " + vocab.ShellQuote(redact.DatabaseURL(s.value))
 			continue
 		}
 		if abs, err := filepath.Abs(s.value); err == nil {

@@ -1,17 +1,19 @@
 package cli_test
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/internal/vocab"
 )
 
 // The commands a server relays to an operator carry the configuration
 // file it runs with, as an absolute path: the operator runs them in
 // another directory, and without it a command would run against another
 // database (here the embedded default) or without the file's handlers.
-// The server's database URL is not passed on to the agent.
 func TestServeRelaysItsConfigFile(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -37,19 +39,45 @@ func TestServeRelaysItsConfigFile(t *testing.T) {
 	if !res.IsError || !ok {
 		t.Fatalf("pgbus_dlq_retry on a read-only server: %q; want a refusal naming the command\nserve's stderr: %s", toolText(res), stderr.String())
 	}
-	if want := "pgbus dlq retry-all --limit 2 --queue shop --config " + cfg; command != want {
+	if want := "pgbus dlq retry-all --limit 2 --queue shop --config " + cfg + " --database-url " + vocab.ShellQuote(d.url); command != want {
 		t.Fatalf("relayed %q; want %q, with the server's configuration file as an absolute path", command, want)
 	}
-	if strings.Contains(toolText(res), d.url) || strings.Contains(toolText(res), "database-url") {
-		t.Errorf("the refusal passes the server's database URL on to the agent: %q", toolText(res))
-	}
-	// Run as relayed, with no DATABASE_URL, it reaches the server's
-	// database: it says what it would retry there.
-	out := pgbus(t, nil, strings.Fields(strings.TrimPrefix(command, "pgbus "))...)
+	// Run as relayed without its --database-url and with no DATABASE_URL,
+	// the file leads it to the server's database: it says what it would
+	// retry there.
+	out := pgbus(t, nil, strings.Fields(strings.TrimPrefix(strings.TrimSuffix(command, " --database-url "+vocab.ShellQuote(d.url)), "pgbus "))...)
 	if out.code != 2 || !strings.Contains(out.stderr+out.stdout, "without --yes") || !strings.Contains(out.stderr+out.stdout, "shop") {
 		t.Errorf("%s run as relayed: exit %d\nstdout: %s\nstderr: %s\nwant it to say what it would retry in shop's DLQ without --yes", command, out.code, out.stdout, out.stderr)
 	}
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("the relayed command, not confirmed, changed the database:\nbefore: %s\nafter:  %s", before, after)
+	}
+}
+
+// A server whose database URL came from the environment, as an MCP
+// client's configuration sets it, relays commands that carry it, its
+// password redacted: the operator's shell lacks the variable, and a
+// command without it would run against the embedded default database.
+func TestServeRelaysItsDatabaseURL(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	deadShop(t, d)
+	u, err := url.Parse(d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), "s3cret-Passw0rd")
+	c, _, stderr := serveStdioEnv(t, "cli-test", []string{"DATABASE_URL=" + u.String()}, "--read-only", "--no-workers")
+	res := callToolRaw(t, c, "pgbus_dlq_discard", map[string]any{"queue": "shop", "limit": 2})
+	text := toolText(res)
+	_, command, ok := strings.Cut(text, "an operator can run: ")
+	if !res.IsError || !ok {
+		t.Fatalf("pgbus_dlq_discard on a read-only server: %q; want a refusal naming the command\nserve's stderr: %s", text, stderr.String())
+	}
+	if strings.Contains(text, "s3cret-Passw0rd") {
+		t.Fatalf("the refusal shows the database password: %q", text)
+	}
+	if !strings.HasPrefix(command, "pgbus dlq discard --limit 2 --queue shop --database-url ") || !strings.Contains(command, "@"+u.Host) {
+		t.Fatalf("relayed %q; want the discard with the server's database URL", command)
 	}
 }

@@ -77,8 +77,9 @@ pgbus migrate has run instead of migrating, and writes nothing, so a database
 role that may only read can serve it.
 
 A command the server names for an operator to run (a write on a read-only
-server, a migration, a worker to start) carries the --config and --data-dir
-the server runs with, as absolute paths, but never its database URL.
+server, a migration, a worker to start) carries the --config, --data-dir and
+--database-url the server runs with, from flags or the environment (paths
+absolute, the URL's password redacted): copied, it reaches the same database.
 
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
