@@ -19,10 +19,11 @@ const (
 	// CoverageNever: no worker process served the queue in the last 24
 	// hours.
 	CoverageNever = "never"
-	// CoverageStopped: the processes that served it shut down.
+	// CoverageStopped: the process that served it last shut down, and none
+	// serves it now.
 	CoverageStopped = "stopped"
-	// CoverageStale: a process that served it stopped heartbeating without
-	// shutting down (crashed or hung), and none serves it now.
+	// CoverageStale: the process that served it last stopped heartbeating
+	// without shutting down (crashed or hung), and none serves it now.
 	CoverageStale = "stale"
 )
 
@@ -46,22 +47,21 @@ func coverage(ws Workers, queue string) QueueWorkers {
 		if !slices.Contains(w.Queues, queue) {
 			continue
 		}
-		switch w.Status {
-		case WorkerRunning:
+		if w.Status == WorkerRunning {
 			out.Running++
 			out.Status = CoverageRunning
-		case WorkerStale:
-			if out.Status != CoverageRunning {
-				out.Status = CoverageStale
-			}
-		case WorkerStopped:
-			if out.Status == CoverageNever {
-				out.Status = CoverageStopped
-			}
+			continue
 		}
+		// Of the processes gone, the last seen says how the queue was
+		// left: one killed long ago does not make a clean shutdown since
+		// read as a crash.
 		if out.Status != CoverageRunning && (out.LastSeenAt == nil || w.HeartbeatAt.After(*out.LastSeenAt)) {
 			seen := w.HeartbeatAt
 			out.LastSeenAt = &seen
+			out.Status = CoverageStopped
+			if w.Status == WorkerStale {
+				out.Status = CoverageStale
+			}
 		}
 	}
 	if out.Served() {

@@ -45,10 +45,18 @@ func TestHealthNoWorkersNeverStoppedStale(t *testing.T) {
 	check(ops.CoverageStopped)
 
 	register(t, s, "w-hung", q)
-	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '10 minutes' WHERE id = 'w-hung'`); err != nil {
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.workers SET heartbeat_at = now() - interval '20 minutes' WHERE id = 'w-gone';
+		UPDATE pgbus.workers SET heartbeat_at = now() - interval '10 minutes' WHERE id = 'w-hung'`); err != nil {
 		t.Fatal(err)
 	}
-	check(ops.CoverageStale)
+	check(ops.CoverageStale) // the last seen crashed
+	// A process started since and shut down cleanly: the queue was left
+	// by a shutdown, whatever became of the one before.
+	register(t, s, "w-since", q)
+	if err := s.StopWorker(ctx, "w-since"); err != nil {
+		t.Fatal(err)
+	}
+	check(ops.CoverageStopped)
 	h, err := svc.Health(ctx)
 	if err != nil {
 		t.Fatal(err)
