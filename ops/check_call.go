@@ -46,7 +46,7 @@ func (s *Service) CheckCall(ctx context.Context, op string, req any) error {
 	case DLQRetryRequest:
 		check = s.checkRetryCall(ctx, r)
 	case DLQDiscardRequest:
-		check = s.checkMoveCall(ctx, OpDLQDiscard, r.IDs, r.Filter, r.Limit, r.Expect, r.DryRun, r.onQueue)
+		check = s.checkMoveCall(ctx, OpDLQDiscard, r.IDs, r.Filter, r.Expect, r.DryRun, r.onQueue, r.redry)
 	case DLQRestoreRequest:
 		check = s.checkDeadQueue(ctx, r.Queue, r.onQueue, hint(OpQueueStats, "lists the queues there are"))
 	case DLQPurgeRequest:
@@ -67,7 +67,7 @@ func (s *Service) CheckCall(ctx context.Context, op string, req any) error {
 // checkRetryCall is CheckCall of a retry: as a move, and by one id with a
 // corrected payload, the payload's type against the stored one's.
 func (s *Service) checkRetryCall(ctx context.Context, r DLQRetryRequest) error {
-	if err := s.checkMoveCall(ctx, OpDLQRetry, r.IDs, r.Filter, r.Limit, r.Expect, r.DryRun, r.onQueue); err != nil || len(r.IDs) == 0 || len(r.Payload) == 0 {
+	if err := s.checkMoveCall(ctx, OpDLQRetry, r.IDs, r.Filter, r.Expect, r.DryRun, r.onQueue, r.redry); err != nil || len(r.IDs) == 0 || len(r.Payload) == 0 {
 		return err
 	}
 	ids, _ := checkIDs(r.IDs)
@@ -81,14 +81,13 @@ func (s *Service) checkRetryCall(ctx context.Context, r DLQRetryRequest) error {
 // checkMoveCall is CheckCall of a retry or discard: by ids, where they
 // are; by filter, its times, its group, its expect and its queue, in the
 // order the operation checks them. redo is the call on another queue
-// (levelRedo).
-func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f DeadFilter, limit int, expect string, dryRun bool, redo func(queue string) Hint) error {
+// (levelRedo), redry its dry run (the request's redry).
+func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f DeadFilter, expect string, dryRun bool, redo func(queue string) Hint, redry func(why string) Hint) error {
 	if len(ids) > 0 {
 		ids, _ = checkIDs(ids)
 		_, err := s.locate(ctx, f.Queue, ids, redo)
 		return err
 	}
-	limit, _ = bulkLimit(limit)
 	resolved, err := f.resolve(s.now())
 	if err != nil {
 		return err
@@ -96,7 +95,7 @@ func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f D
 	if err := s.oneGroup(ctx, resolved); err != nil {
 		return err
 	}
-	if _, _, err := readExpect(op, expect, dryRun, f, limit); err != nil {
+	if _, _, err := readExpect(op, expect, dryRun, f.Queue, redry); err != nil {
 		return err
 	}
 	return s.checkDeadQueue(ctx, f.Queue, redo, hint(OpDLQSummary, "shows the groups there are"))

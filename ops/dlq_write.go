@@ -222,7 +222,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err := s.oneGroup(ctx, f); err != nil {
 		return DLQRetry{}, err
 	}
-	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter, limit); err != nil {
+	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter.Queue, req.redry); err != nil {
 		return DLQRetry{}, err
 	}
 	if !req.DryRun && opts.Expect == "" {
@@ -249,7 +249,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			req.Hint("the same call, once the queue is created again, moves exactly these messages or nothing"))
 	}
 	if err != nil && (req.DryRun || rep.Retried == 0 && !cut) {
-		return DLQRetry{}, explain(changed(err, OpDLQRetry, req.Filter, limit), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
+		return DLQRetry{}, explain(changed(err, req.redry), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}
 	// Stopped partway (a cancellation, a lost connection), the messages
 	// moved so far stay moved: the result and the error count them. Cut
@@ -731,7 +731,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		return DLQDiscard{}, err
 	}
 	opts := store.DiscardOptions{DryRun: req.DryRun, Progress: req.Progress}
-	if opts.Expect, err = s.expectToken(ctx, OpDLQDiscard, req.Expect, req.DryRun, req.Filter, limit); err != nil {
+	if opts.Expect, err = s.expectToken(ctx, OpDLQDiscard, req.Expect, req.DryRun, req.Filter.Queue, req.redry); err != nil {
 		return DLQDiscard{}, err
 	}
 	if !req.DryRun {
@@ -747,7 +747,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	}
 	rep, err := s.store.DiscardDeadSelected(ctx, f, limit, opts)
 	if err != nil && rep.Discarded == 0 {
-		return DLQDiscard{}, explain(changed(err, OpDLQDiscard, req.Filter, limit), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
+		return DLQDiscard{}, explain(changed(err, req.redry), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}
 	// Stopped partway, the messages discarded so far stay discarded: the
 	// result and the error count them.

@@ -69,10 +69,10 @@ func (f DeadFilter) describe() string {
 
 // expectToken turns the expect of a call by filter into the token the
 // store checks: a dry run's expect passes as it is; ids separated by
-// commas name the messages of the filter's queue. limit is the call's, which
-// the dry run it suggests for an expect it cannot read repeats.
-func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun bool, f DeadFilter, limit int) (string, error) {
-	token, ids, err := readExpect(op, expect, dryRun, f, limit)
+// commas name the messages of queue, the filter's. redry is the call's own
+// dry run (its request's redry), which an expect it cannot read suggests.
+func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun bool, queue string, redry func(why string) Hint) (string, error) {
+	token, ids, err := readExpect(op, expect, dryRun, queue, redry)
 	if err != nil || ids == nil {
 		return token, err
 	}
@@ -80,14 +80,14 @@ func (s *Service) expectToken(ctx context.Context, op, expect string, dryRun boo
 	if op == OpDLQDiscard {
 		use = store.DeadSetDiscard
 	}
-	tok, err := s.store.DeadIDsToken(ctx, use, f.Queue, ids)
+	tok, err := s.store.DeadIDsToken(ctx, use, queue, ids)
 	return tok, explain(err, hint(OpQueueStats, "lists the queues there are"))
 }
 
 // readExpect reads the expect of a call by filter without the database,
 // as expectToken takes it: none, a dry run's expect (token), or ids of
 // the filter's queue.
-func readExpect(op, expect string, dryRun bool, f DeadFilter, limit int) (token string, ids []int64, err error) {
+func readExpect(op, expect string, dryRun bool, queue string, redry func(why string) Hint) (token string, ids []int64, err error) {
 	expect = strings.TrimSpace(expect)
 	switch {
 	case expect == "":
@@ -95,8 +95,8 @@ func readExpect(op, expect string, dryRun bool, f DeadFilter, limit int) (token 
 	case dryRun:
 		return "", nil, invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
 	case strings.Trim(expect, "0123456789,+ ") != "": // not ids (signed ones are refused below)
-		return expect, nil, explain(store.CheckDeadSetToken(expect), hint(op, "shows what is selected now, with its expect", f.moveArgs("limit", limit, "dry_run", true)...))
-	case f.Queue == "":
+		return expect, nil, explain(store.CheckDeadSetToken(expect), redry("shows what is selected now, with its expect"))
+	case queue == "":
 		return "", nil, invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
 	}
 	for w := range strings.FieldsFuncSeq(expect, func(r rune) bool { return r == ',' || r == ' ' }) {
@@ -122,15 +122,15 @@ func ChangedCause(err error) string {
 }
 
 // changed gives the refusal of a guarded call the step that helps: a
-// dry run of the same call, which shows what is selected now and its
-// expect. Other errors pass unchanged.
-func changed(err error, op string, f DeadFilter, limit int) error {
+// dry run of the same call (redry, its request's), every argument that
+// shapes it kept, which shows what is selected now and its expect. Other
+// errors pass unchanged.
+func changed(err error, redry func(why string) Hint) error {
 	var e *Error
 	if !errors.Is(err, ErrChanged) || errors.As(err, &e) {
 		return err
 	}
-	return &Error{Msg: err.Error(), Err: err,
-		Hints: []Hint{hint(op, "shows what is selected now, with a new expect", f.moveArgs("limit", limit, "dry_run", true)...)}}
+	return &Error{Msg: err.Error(), Err: err, Hints: []Hint{redry("shows what is selected now, with a new expect")}}
 }
 
 // confirmDiscard gets the go-ahead for a discard by filter. Without Ask
@@ -168,7 +168,7 @@ func (s *Service) confirmDiscard(ctx context.Context, req DLQDiscardRequest, now
 		return false, explain(err, hint(OpDLQSummary, "shows the groups there are"))
 	}
 	if *expect != "" && *expect != dry.Token {
-		return false, changed(fmt.Errorf("the dead messages selected changed since the dry run (%s selected now); nothing was discarded: %w", plural.Count(dry.Discarded, "is", "are"), ErrChanged), OpDLQDiscard, req.Filter, limit)
+		return false, changed(fmt.Errorf("the dead messages selected changed since the dry run (%s selected now); nothing was discarded: %w", plural.Count(dry.Discarded, "is", "are"), ErrChanged), req.redry)
 	}
 	*expect = dry.Token
 	if dry.Discarded == 0 {

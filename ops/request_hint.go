@@ -18,6 +18,25 @@ func (r DLQRetryRequest) Hint(why string) Hint {
 		"clear_deadline", r.ClearDeadline, "all", r.All, "rate", r.Rate)...)
 }
 
+// redry is r by filter as the dry run that shows what it selects now,
+// with the expect that moves exactly that: the same call, every argument
+// that shapes it kept (the limit as the call reads it), but not guarded by
+// an expect. It returns the hint for a why.
+func (r DLQRetryRequest) redry(why string) Hint {
+	r.Limit, _ = bulkLimit(r.Limit)
+	r.DryRun, r.Expect = true, ""
+	return r.Hint(why)
+}
+
+// redry is r by filter as the dry run that shows what it selects now,
+// with its expect, as for DLQRetryRequest.redry; a dry run needs no
+// go-ahead, so the hint has no confirm.
+func (r DLQDiscardRequest) redry(why string) Hint {
+	r.Limit, _ = bulkLimit(r.Limit)
+	r.DryRun, r.Expect, r.Confirm = true, "", false
+	return r.Hint(why)
+}
+
 // Hint is r as a next step: the same discard, by its ids or by its filter.
 func (r DLQDiscardRequest) Hint(why string) Hint {
 	if len(r.IDs) > 0 {
