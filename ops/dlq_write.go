@@ -416,7 +416,7 @@ func (r *DLQRetry) count(o IDOutcome) {
 // ids without repeats.
 func checkByIDs(f DeadFilter, limit int, ids []int64) ([]int64, error) {
 	if !f.OnlyQueue() {
-		return nil, invalidf("give either ids (with their queue at most) or a filter, not both: drop kind, error_class, reason, since, until and text, or drop the ids")
+		return nil, invalidf("give either ids (with their queue at most) or a filter, not both: drop %s, or drop the ids", andList(f.given()))
 	}
 	if limit != 0 {
 		return nil, invalidf("a limit applies to a filter; with ids every id given is handled: drop the limit")

@@ -80,6 +80,27 @@ func (f DeadFilter) IsZero() bool { return f == DeadFilter{} }
 // OnlyQueue reports whether the filter sets nothing but Queue.
 func (f DeadFilter) OnlyQueue() bool { return f == DeadFilter{Queue: f.Queue} }
 
+// given names the fields of the filter set besides Queue, as requests name
+// them, in the order of DeadFilter: those a call by ids must drop.
+func (f DeadFilter) given() []string {
+	var names []string
+	for _, kv := range [][2]string{{"kind", f.Kind}, {"error_class", f.ErrorClass}, {"reason", f.Reason},
+		{"since", f.Since}, {"until", f.Until}, {"text", f.Text}, {"group", f.Group}} {
+		if kv[1] != "" {
+			names = append(names, kv[0])
+		}
+	}
+	return names
+}
+
+// andList joins words for a sentence: "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}
+
 // relative reports whether Since or Until is an age, whose instant depends
 // on when the call is made.
 func (f DeadFilter) relative() bool {
