@@ -118,7 +118,7 @@ func (r SendRequest) Check() error {
 	}
 	for k := range r.Headers {
 		if strings.HasPrefix(k, "pgbus_") {
-			return invalidf("header %q: keys starting with pgbus_ are reserved for pgbus; the kind, idempotency key, deadline and priority have fields of their own (kind, idempotency_key, deadline, priority)", clip(k, 60))
+			return invalidf("header %q is refused: keys starting with pgbus_ are reserved for pgbus; the kind, idempotency key, deadline and priority have fields of their own (kind, idempotency_key, deadline, priority)", clip(k, 60))
 		}
 	}
 	return checkSendText(r)

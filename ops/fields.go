@@ -44,7 +44,7 @@ func CheckSafeFields(fields []string) error {
 	for _, f := range fields {
 		f = strings.TrimSpace(f) // "tenant, plan" is meant as two fields
 		if !safeFieldPattern.MatchString(f) || strings.Count(f, ".") >= store.MaxFieldPathDepth {
-			return invalidf("safe field %q: name payload keys joined by dots, such as tenant or file.type (letters, digits, _ and -; at most %d keys)", clip(f, 60), store.MaxFieldPathDepth)
+			return invalidf("safe field %q cannot be used: name payload keys joined by dots, such as tenant or file.type (letters, digits, _ and -; at most %d keys)", clip(f, 60), store.MaxFieldPathDepth)
 		}
 	}
 	return nil
@@ -179,7 +179,7 @@ func (s *Service) byFieldPath(field string) ([]string, error) {
 		return nil, nil
 	}
 	if len(s.opts.SafeFields) == 0 {
-		return nil, invalidf("by_field %q: this server names no safe payload fields; leave by_field out, or ask an operator to name safe fields when starting the server", clip(field, 60)).
+		return nil, invalidf("by_field %q cannot be used, as this server names no safe payload fields; leave by_field out, or ask an operator to name safe fields when starting the server", clip(field, 60)).
 			with(hint(OpHealth, "shows the payload policy"))
 	}
 	if !slices.Contains(s.opts.SafeFields, field) {
