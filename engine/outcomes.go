@@ -325,7 +325,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			} else {
 				got, err = w.c.store.ArchiveClaimed(ctx, queue, done)
 			}
-			w.logUnwritten(queue, "success", len(done), len(got))
+			w.logUnwritten(queue, "success", len(done), len(got), err)
 			landAs(actionSucceed, got)
 			return err
 		},
@@ -335,7 +335,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			}
 			settle()
 			got, err := w.c.store.RetryMany(ctx, queue, retryItems)
-			w.logUnwritten(queue, "retry", len(retryItems), len(got))
+			w.logUnwritten(queue, "retry", len(retryItems), len(got), err)
 			landAs(actionRetry, got)
 			return err
 		},
@@ -345,13 +345,13 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			}
 			settle()
 			got, err := w.c.store.SnoozeMany(ctx, queue, snoozes)
-			w.logUnwritten(queue, "snooze", len(snoozes), len(got))
+			w.logUnwritten(queue, "snooze", len(snoozes), len(got), err)
 			landAs(actionSnooze, got)
 			return err
 		},
 		actionDiscard: func() error {
 			got, err := w.c.store.DiscardMany(ctx, queue, discards)
-			w.logUnwritten(queue, "discard", len(discards), len(got))
+			w.logUnwritten(queue, "discard", len(discards), len(got), err)
 			landAs(actionDiscard, got)
 			return err
 		},
@@ -374,7 +374,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			if err == nil {
 				w.deadLetterWorks()
 			}
-			w.logUnwritten(queue, "dead letter", len(dead), len(got))
+			w.logUnwritten(queue, "dead letter", len(dead), len(got), err)
 			for _, d := range got {
 				landed[d.SourceMsgID] = actionDeadLetter
 			}
@@ -393,14 +393,17 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 	return nil
 }
 
-// logUnwritten notes outcomes that matched no message: each message was
-// read again after its claim lapsed, and another worker holds it now, or it
-// is gone (its queue dropped, maybe made again with new messages under the
-// same ids). That is no failure of this worker's: the message is not its
-// own any more.
-func (w *queueWorker) logUnwritten(queue, what string, sent, written int) {
-	if written < sent {
-		w.c.log.Debug("pgbus: outcomes not written: their messages are no longer at the reads that ran them",
+// logUnwritten warns of outcomes that matched no message: each message was
+// read again after its claim lapsed (its visibility timeout passed, not
+// extended: a run longer than it, or a database outage), and another
+// worker holds it now, or it is gone (deleted, or its queue dropped). No
+// write of this worker's failed, but its job ran and may run again, or
+// has: its side effects can happen twice, which whoever watches the
+// workers needs to know. A write that failed says nothing of its
+// messages: it is tried again.
+func (w *queueWorker) logUnwritten(queue, what string, sent, written int, err error) {
+	if err == nil && written < sent { // a failed write is tried again
+		w.c.log.Warn("pgbus: outcomes not written: their messages are no longer at the reads that ran them, so those jobs may run again or already have; check that the queue's visibility timeout outlasts its jobs and that the database stayed up",
 			"queue", queue, "outcome", what, "count", sent-written)
 	}
 }
