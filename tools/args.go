@@ -82,6 +82,9 @@ func decodeArgs(req mcp.CallToolRequest, in any) error {
 	if raw[0] != '{' {
 		return fixf("arguments must be a JSON object such as {\"queue\": \"orders\"}%s", acceptedFields(in))
 	}
+	if raw, err = wholeNumbers(raw, reflect.TypeOf(in).Elem()); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -197,20 +200,27 @@ func jsonKind(t reflect.Type) string {
 
 // fieldType returns the Go type of the field with JSON name name.
 func fieldType(t reflect.Type, name string) (reflect.Type, bool) {
+	f, ok := fieldOf(t, name)
+	return f.Type, ok
+}
+
+// fieldOf returns the field of struct t with JSON name name, looking into
+// embedded structs.
+func fieldOf(t reflect.Type, name string) (reflect.StructField, bool) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
-			if ft, ok := fieldType(f.Type, name); ok {
-				return ft, true
+			if ef, ok := fieldOf(f.Type, name); ok {
+				return ef, true
 			}
 			continue
 		}
 		if tag == name {
-			return f.Type, true
+			return f, true
 		}
 	}
-	return nil, false
+	return reflect.StructField{}, false
 }
 
 // acceptedFields lists the arguments a tool takes, for messages.

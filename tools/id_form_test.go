@@ -10,9 +10,10 @@ import (
 )
 
 // An id has one spelling in the tools' arguments as in resource URIs:
-// ids are JSON integers (not strings, not 42.0), and the ids an expect
-// lists are decimal digits alone, so that "042" or "+42" is refused,
-// saying the form expected, rather than moving message 42.
+// ids are JSON integers (not strings; 42.0 and 42e0 are the integer 42,
+// as JSON Schema counts them), and the ids an expect lists are decimal
+// digits alone, so that "042" or "+42" is refused, saying the form
+// expected, rather than moving message 42.
 func TestToolIDsHaveOneSpelling(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, ops.Options{})
@@ -20,12 +21,14 @@ func TestToolIDsHaveOneSpelling(t *testing.T) {
 	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "charge"})
 	id := ids[0]
 
+	e.callErr(t, "pgbus_dlq_show", json.RawMessage(fmt.Sprintf(`{"queue": %q, "msg_id": "%d"}`, q, id)), "msg_id")
 	for _, args := range []string{
-		fmt.Sprintf(`{"queue": %q, "msg_id": "%d"}`, q, id),
 		fmt.Sprintf(`{"queue": %q, "msg_id": %d.0}`, q, id),
 		fmt.Sprintf(`{"queue": %q, "msg_id": %de0}`, q, id),
 	} {
-		e.callErr(t, "pgbus_dlq_show", json.RawMessage(args), "msg_id")
+		if m := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", json.RawMessage(args)); m.MsgID != id {
+			t.Errorf("%s showed message %d, want %d", args, m.MsgID, id)
+		}
 	}
 	e.callErr(t, "pgbus_dlq_retry", json.RawMessage(fmt.Sprintf(`{"queue": %q, "ids": ["%d"]}`, q, id)), "ids")
 
