@@ -31,6 +31,10 @@ type callError struct {
 	msg string
 	// next are the tools its message names, as the error's next steps.
 	next []ops.Hint
+	// operator are steps for an operator to take on the command line,
+	// whatever tools the server has: the text names them after msg, and
+	// the error's next steps carry them as commands.
+	operator []ops.Hint
 }
 
 func (e *callError) Error() string { return e.msg }
@@ -42,6 +46,24 @@ func fixf(format string, args ...any) error {
 // fixNext is fixf whose message names next, the calls that help.
 func fixNext(next []ops.Hint, format string, args ...any) error {
 	return &callError{msg: fmt.Sprintf(format, args...), next: next}
+}
+
+// largeArguments is the input of a tool whose arguments may carry a value
+// that makes them larger than a call may pass (a corrected payload): its
+// largeArguments returns, for arguments raw over maxArgumentsBytes, the
+// error that says how else to pass that value, or nil when the value is
+// not what makes them large.
+type largeArguments interface {
+	largeArguments(raw []byte) error
+}
+
+// jsonSize is the size of a JSON value, read without keeping the value.
+type jsonSize int
+
+// UnmarshalJSON records the size of b.
+func (n *jsonSize) UnmarshalJSON(b []byte) error {
+	*n = jsonSize(len(b))
+	return nil
 }
 
 // rawArguments returns a call's arguments as JSON, "{}" when absent.
@@ -77,6 +99,11 @@ func decodeArgs(req mcp.CallToolRequest, in any) error {
 		return err
 	}
 	if len(raw) > maxArgumentsBytes {
+		if l, ok := in.(largeArguments); ok {
+			if err := l.largeArguments(raw); err != nil {
+				return err
+			}
+		}
 		return fixf("arguments are %d bytes; at most %d are allowed: pass shorter values", len(raw), maxArgumentsBytes)
 	}
 	if raw[0] != '{' {

@@ -66,7 +66,7 @@ func TestBadInput(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"ids": []any{"a"}}, []string{"ids", "integer"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": []int64{-3}}, []string{"-3 is not a message id"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": manyIDs(101)}, []string{"at most 100"}},
-		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": huge}, []string{"arguments are"}},
+		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": huge}, []string{"payload is", "too large for a tool call", "--payload @payload.json"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": strings.Repeat("p", 300<<10)}, []string{"payload is", "at most"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "kind": "k"}, []string{"not both"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": ids, "payload": map[string]any{"n": 1}}, []string{"exactly one message", "2 ids"}},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -58,7 +59,7 @@ func (in DLQRetryInput) request() (ops.DLQRetryRequest, error) {
 		in.Payload = nil // a JSON argument given as null is an argument not given
 	}
 	if len(in.Payload) > maxCorrectedPayloadBytes {
-		return ops.DLQRetryRequest{}, fixf("payload is %d bytes; at most %d are allowed over MCP: use the CLI for larger corrections", len(in.Payload), maxCorrectedPayloadBytes)
+		return ops.DLQRetryRequest{}, payloadTooLarge(len(in.Payload), in.IDs, in.Queue)
 	}
 	req := ops.DLQRetryRequest{IDs: in.IDs, Filter: in.ops(), DryRun: in.DryRun, Payload: in.Payload, Expect: in.Expect,
 		ClearDeadline: in.ClearDeadline}
@@ -81,6 +82,46 @@ func (in DLQRetryInput) request() (ops.DLQRetryRequest, error) {
 		req.Limit = *in.Limit // rejected with ids
 	}
 	return req, nil
+}
+
+// largeArguments refuses arguments over the cap of a call that a
+// corrected payload makes large, saying how to retry with it from a file.
+func (*DLQRetryInput) largeArguments(raw []byte) error {
+	var args struct {
+		IDs     []int64  `json:"ids"`
+		Queue   string   `json:"queue"`
+		Payload jsonSize `json:"payload"`
+	}
+	_ = json.Unmarshal(raw, &args) // what can be read of them; the payload only by its size
+	if int(args.Payload) <= maxCorrectedPayloadBytes {
+		return nil
+	}
+	return payloadTooLarge(int(args.Payload), args.IDs, args.Queue)
+}
+
+// payloadTooLarge is the error of a corrected payload of size bytes, more
+// than a tool call takes, for a retry of ids in queue: an operator can
+// retry with it from a file, with the command it names; one more than a
+// message may carry cannot be retried with at all. It never quotes the
+// payload.
+func payloadTooLarge(size int, ids []int64, queue string) error {
+	if size > ops.MaxCorrectedPayloadBytes {
+		return fixf("payload is %d bytes, more than the %d a message may carry: nothing was retried; keep large data elsewhere and put a reference to it in the payload", size, ops.MaxCorrectedPayloadBytes)
+	}
+	// A corrected payload replaces that of one message: the id, or a
+	// place for it.
+	args := map[string]any{"ids": "ID", "payload": "@payload.json"}
+	if len(ids) == 1 && ids[0] > 0 {
+		args["ids"] = ids
+	}
+	if queue != "" && ops.CheckQueueName(queue) == nil {
+		args["queue"] = queue
+	}
+	return &callError{
+		msg: fmt.Sprintf("payload is %d bytes, too large for a tool call, which takes a corrected payload of at most %d bytes: nothing was retried. "+
+			"Write the corrected payload to a file, payload.json, and ask an operator to retry with it on the command line", size, maxCorrectedPayloadBytes),
+		operator: []ops.Hint{{Op: ops.OpDLQRetry, Args: args, Why: "retries the message with the corrected payload read from payload.json, which a tool call cannot carry"}},
+	}
 }
 
 // listArgs are f's fields that are set, as pgbus_dlq_list's arguments.

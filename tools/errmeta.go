@@ -6,6 +6,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
 
@@ -69,6 +70,12 @@ func withErrorMeta(res *mcp.CallToolResult, m errorMeta) *mcp.CallToolResult {
 // tools, and how much was done when a bulk call stopped partway.
 func errorMetaOf(err error, r relay) errorMeta {
 	m := errorMeta{Kind: errorKind(err), Next: nextCalls(nextSteps(err), r)}
+	if ce := (*callError)(nil); errors.As(err, &ce) {
+		for _, h := range ce.operator {
+			why, _ := ops.RedactText(h.Why)
+			m.Next = append(m.Next, commandCall(r.command(vocab.Command(h)), why))
+		}
+	}
 	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
 		m.PartlyDone = &partlyDoneMeta{Done: p.Done, Limit: p.Limit}
 	}

@@ -81,7 +81,12 @@ func newIsolatedEnv(t testing.TB, o ops.Options) *env {
 // newEnvOn is newEnv on the database of st.
 func newEnvOn(t testing.TB, st *store.Store, o ops.Options) *env {
 	t.Helper()
-	d := newDeps(t, st, o)
+	return newEnvOfDeps(t, st, newDeps(t, st, o))
+}
+
+// newEnvOfDeps is newEnvOn with the tools' dependencies d, over st.
+func newEnvOfDeps(t testing.TB, st *store.Store, d tools.Deps) *env {
+	t.Helper()
 	// Output validation makes the server check every structured result
 	// against the tool's output schema, as strict clients do.
 	hooks := &server.Hooks{}

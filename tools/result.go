@@ -109,7 +109,7 @@ func errorText(err error, r relay) string {
 	next := nextSteps(err)
 	switch {
 	case errors.As(err, &ce):
-		return ce.msg
+		return ce.msg + operatorText(ce.operator, r)
 	case errors.As(err, &oe):
 		return oe.Msg + hintText(next, r)
 	case errors.As(err, &pd):
@@ -147,6 +147,19 @@ func cutOffText(next []ops.Hint, r relay) string {
 		return "the call was cancelled or timed out before it finished: try it again"
 	}
 	return "the call was cancelled or timed out before it finished; a write may have been partly done: check with " + toolCalls(next, r) + " before trying again"
+}
+
+// operatorText renders steps for an operator as the commands they run,
+// for an error's text.
+func operatorText(hints []ops.Hint, r relay) string {
+	if len(hints) == 0 {
+		return ""
+	}
+	commands := make([]string, len(hints))
+	for i, h := range hints {
+		commands[i] = r.command(vocab.Command(h))
+	}
+	return ": " + strings.Join(commands, " or ")
 }
 
 // hintText renders next steps as tool calls, for an error's text.
