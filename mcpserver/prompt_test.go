@@ -18,16 +18,17 @@ func TestInvestigatePromptMovesGroupsByKeyWithExpect(t *testing.T) {
 	s := testStore(t)
 	base := serveHTTP(t, deps(t, s), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP})
 	c := guardClient(t, base, nil)
+	q := newQueue(t, s)
 	req := mcp.GetPromptRequest{}
-	req.Params.Name, req.Params.Arguments = "investigate_dead_letters", map[string]string{"queue": "orders"}
+	req.Params.Name, req.Params.Arguments = "investigate_dead_letters", map[string]string{"queue": q}
 	res, err := c.GetPrompt(testContext(t), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := res.Messages[0].Content.(mcp.TextContent).Text
 	for _, want := range []string{
-		`pgbus_dlq_list {"queue": "orders", "group": "<group>"}`,
-		`pgbus_dlq_retry {"queue": "orders", "group": "<group>", "limit": 100, "dry_run": true}`,
+		`pgbus_dlq_list {"queue": "` + q + `", "group": "<group>"}`,
+		`pgbus_dlq_retry {"queue": "` + q + `", "group": "<group>", "limit": 100, "dry_run": true}`,
 		`"expect": "<expect>"`,
 		`"confirm": true`,
 	} {

@@ -101,6 +101,30 @@ func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f D
 	return s.checkDeadQueue(ctx, f.Queue, redo, hint(OpDLQSummary, "shows the groups there are"))
 }
 
+// CheckDeadQueue refuses queue, a queue (orders) or its DLQ (orders_dlq)
+// whose dead messages a front end is to look into before any operation
+// does (the investigation's prompt), as the operations on dead messages
+// refuse it: a name no queue can have, a priority level's, or one of a
+// queue without a DLQ, each with what to call instead. "" (every DLQ)
+// passes. It only reads; a database that cannot answer is its error.
+func (s *Service) CheckDeadQueue(ctx context.Context, queue string) (err error) {
+	if queue = strings.TrimSpace(queue); queue == "" {
+		return nil
+	}
+	if err := CheckQueueName(queue); err != nil {
+		return err
+	}
+	ctx, end, err := s.enter(ctx, "CheckDeadQueue", reads)
+	if err != nil {
+		return err
+	}
+	defer end()
+	defer s.explainDB(ctx, &err, reads)
+	return s.checkDeadQueue(ctx, queue, func(base string) Hint {
+		return hint(OpDLQSummary, "the dead messages of queue "+base+", whose DLQ holds those of all its levels", "queue", base)
+	}, hint(OpQueueStats, "lists the queues there are"))
+}
+
 // checkDeadQueue refuses the name of a queue whose dead messages a call
 // asks for, as its operation does: a priority level's, or one of a queue
 // without a DLQ, with the steps of its operation: redo on the queue of a

@@ -2,7 +2,9 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -14,25 +16,59 @@ import (
 // PromptInvestigate is the name of the dead-letter investigation prompt.
 const PromptInvestigate = "investigate_dead_letters"
 
-func registerPrompt(s *server.MCPServer) {
+func registerPrompt(s *server.MCPServer, r *reader) {
 	s.AddPrompt(mcp.NewPrompt(PromptInvestigate,
 		mcp.WithPromptTitle("Investigate dead letters"),
 		mcp.WithPromptDescription("A runbook for finding out why messages were dead-lettered and fixing them: summary, one message in detail, root cause, then retry or discard."),
 		mcp.WithArgument("queue", mcp.ArgumentDescription("Limit the investigation to one queue (orders) or its DLQ (orders_dlq). Omit to look at every DLQ.")),
-	), investigate)
+	), r.investigate)
 }
 
-func investigate(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+// investigate answers the prompt. It refuses what a tool refuses: an
+// argument it does not take, and a queue that has no DLQ to investigate,
+// saying what to pass instead. A database that cannot answer whether the
+// queue has one leaves the runbook as it is: its first step, the health
+// check, says why.
+func (r *reader) investigate(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	names := make([]string, 0, len(req.Params.Arguments))
+	for name := range req.Params.Arguments {
+		if name != "queue" {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		sort.Strings(names)
+		return nil, invalidParams(fmt.Sprintf("prompt %s: unknown argument %q; it takes: queue (optional), the queue whose dead messages to investigate", PromptInvestigate, shownURI(names[0])))
+	}
 	queue := strings.TrimSpace(req.Params.Arguments["queue"])
 	if queue != "" {
 		if err := ops.CheckQueueName(queue); err != nil {
 			return nil, invalidParams(fmt.Sprintf("prompt %s: argument queue: %v; pass a queue name as pgbus://queues lists it, or omit queue", PromptInvestigate, err))
+		}
+		if r.d.Ops != nil {
+			if err := r.d.Ops.CheckDeadQueue(ctx, queue); errors.Is(err, ops.ErrNotFound) || errors.Is(err, ops.ErrInvalid) {
+				msg, _ := ops.RedactText(fmt.Sprintf("prompt %s: argument queue: %s, or omit queue to investigate every DLQ", PromptInvestigate, errorWithHints(err)))
+				return nil, invalidParams(msg)
+			}
 		}
 	}
 	return mcp.NewGetPromptResult(
 		"Investigate dead letters in pgbus"+forQueue(queue),
 		[]mcp.PromptMessage{mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(InvestigateText(queue)))},
 	), nil
+}
+
+// errorWithHints is err's sentence with its next steps, as resources to
+// read or tools to call.
+func errorWithHints(err error) string {
+	msg := err.Error()
+	if oe := (*ops.Error)(nil); errors.As(err, &oe) {
+		msg = oe.Msg
+	}
+	if next := ops.NextSteps(err); len(next) > 0 {
+		return msg + "; " + resourceCalls(next)
+	}
+	return msg
 }
 
 func forQueue(queue string) string {

@@ -58,7 +58,7 @@ func Register(s *server.MCPServer, d tools.Deps) {
 		mcp.WithTemplateDescription("One message in a dead-letter queue: queue is the source queue (orders) or its DLQ (orders_dlq), msg_id its id in the DLQ (from pgbus_dlq_list or pgbus_dlq_summary). Returns the dead-letter block (reason, attempts, error, backtrace), headers and the failure history of every attempt; the payload only when the server runs with --allow-payloads, with secrets redacted."),
 		mcp.WithTemplateMIMEType(mimeJSON),
 	), r.deadMessage)
-	registerPrompt(s)
+	registerPrompt(s, r)
 }
 
 type reader struct{ d tools.Deps }

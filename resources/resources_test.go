@@ -305,7 +305,8 @@ func TestInvestigatePrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orders, err := get(map[string]string{"queue": "orders"})
+	q := newQueue(t, s)
+	orders, err := get(map[string]string{"queue": q})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,13 +318,61 @@ func TestInvestigatePrompt(t *testing.T) {
 	if !strings.Contains(all, "recoverable until purged or the queue's dead retention") {
 		t.Errorf("the prompt says a discard is recoverable until purged, though retention deletes it too:\n%s", all)
 	}
-	if strings.Contains(all, `"orders"`) || !strings.Contains(orders, `{"queue": "orders"}`) {
+	if strings.Contains(all, q) || !strings.Contains(orders, `{"queue": "`+q+`"}`) {
 		t.Errorf("queue argument not applied:\n%s", orders)
 	}
 	// An argument it cannot use is invalid params, not an internal error,
 	// which would say the server failed.
 	if _, err := get(map[string]string{"queue": "Not A Queue"}); !errors.Is(err, mcp.ErrInvalidParams) || !strings.Contains(err.Error(), "queue") {
 		t.Errorf("bad queue argument: %v; want invalid params naming queue", err)
+	}
+}
+
+// The prompt refuses what a tool refuses: an argument it does not take,
+// naming the one it does, and a queue that has no DLQ to investigate,
+// saying how to list the queues there are; a queue, or its DLQ's name,
+// that exists gives the runbook for it.
+func TestInvestigatePromptRefusesUnknownArgumentsAndQueues(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	c := inProcess(t, deps(t, s, ops.Options{}))
+	q := newQueue(t, s)
+	get := func(args map[string]string) (string, error) {
+		req := mcp.GetPromptRequest{}
+		req.Params.Name, req.Params.Arguments = resources.PromptInvestigate, args
+		res, err := c.GetPrompt(testContext(t), req)
+		if err != nil {
+			return "", err
+		}
+		return res.Messages[0].Content.(mcp.TextContent).Text, nil
+	}
+	for _, c := range []struct {
+		args map[string]string
+		want []string
+	}{
+		{map[string]string{"extra": "1"}, []string{`unknown argument "extra"`, "takes: queue"}},
+		{map[string]string{"queue": q, "extra": "1"}, []string{`unknown argument "extra"`, "takes: queue"}},
+		{map[string]string{"nope_" + q: "1"}, []string{`unknown argument "nope_` + q + `"`}},
+		{map[string]string{"queue": "nope_" + q}, []string{`"nope_` + q + `"`, "dead-letter queue", "pgbus://queues"}},
+		{map[string]string{"queue": "nope_" + q + "_dlq"}, []string{`"nope_` + q + `"`, "pgbus://queues"}},
+	} {
+		text, err := get(c.args)
+		t.Logf("%v: %v", c.args, err)
+		if !errors.Is(err, mcp.ErrInvalidParams) {
+			t.Errorf("prompt with %v: %v, text %.100q; want invalid params", c.args, err, text)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("prompt with %v: %v; want it to say %s", c.args, err, w)
+			}
+		}
+	}
+	for _, name := range []string{q, q + "_dlq"} {
+		text, err := get(map[string]string{"queue": name})
+		if err != nil || !strings.Contains(text, `{"queue": "`+name+`"}`) {
+			t.Errorf("prompt for %s: %v\n%s", name, err, text)
+		}
 	}
 }
 
