@@ -311,7 +311,7 @@ func encodeAuditCursor(key []byte, t time.Time, id int64, filter string, clock t
 // the audit log: no DLQ's name, so that neither list takes the other's.
 const auditCursorPlace = "pgbus.audit_log"
 
-func inAuditLog(c *deadCursor) bool { return c.Q == auditCursorPlace }
+func inAuditLog(c *deadCursor) bool { return c.G == "" && c.Q == auditCursorPlace }
 
 // fingerprint identifies a filter, so that a cursor is only used with the
 // filter it was issued for: with another, its position would skip and

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -19,7 +20,10 @@ import (
 // the HMAC-SHA256 of the other fields under the database's cursor key, so
 // that a client can pass back only positions, and instants, this
 // database's pgbus issued. The audit log's cursors are the same, with
-// their entry's time and id, and Q auditCursorPlace.
+// their entry's time and id, and Q auditCursorPlace. A summary's cursors
+// (DeadGroupCursor) are the same too, a position in the order of groups
+// (count, last dead-letter time, DLQ, key): I the count, T the time, Q
+// the DLQ and G the key.
 type deadCursor struct {
 	V int       `json:"v"`
 	T time.Time `json:"t"`
@@ -30,7 +34,9 @@ type deadCursor struct {
 	// H, in a cursor of ListAudit, is the highest id of the audit log
 	// when the listing's first page was read: a completion above it came
 	// after, and its pending entry is shown as that page saw it.
-	H int64  `json:"h,omitempty"`
+	H int64 `json:"h,omitempty"`
+	// G is, in a cursor of a summary, the key of the group it follows.
+	G string `json:"g,omitempty"`
 	M string `json:"m,omitempty"`
 }
 
@@ -73,7 +79,17 @@ func decodeDeadCursor(key []byte, s, filter string) (*deadCursor, error) {
 // inDLQ says whether c's Q is a DLQ's name, as in the cursors of lists of
 // dead messages.
 func inDLQ(c *deadCursor) bool {
-	return ValidatePhysicalName(c.Q) == nil && strings.HasSuffix(c.Q, DLQSuffix)
+	return c.G == "" && isDLQName(c.Q)
+}
+
+// inSummary says whether c is a summary's cursor: a group's key in a DLQ.
+func inSummary(c *deadCursor) bool {
+	return IsGroupKey(c.G) && isDLQName(c.Q)
+}
+
+// isDLQName says whether q is a DLQ's name.
+func isDLQName(q string) bool {
+	return ValidatePhysicalName(q) == nil && strings.HasSuffix(q, DLQSuffix)
 }
 
 // decodeSignedCursor checks s against key and filter, with place saying
@@ -218,4 +234,32 @@ func (s *Store) cursorClock(ctx context.Context, cursor string, place func(*dead
 		return time.Time{}, err
 	}
 	return time.UnixMicro(c.P).UTC(), nil
+}
+
+// DeadGroupCursor returns the cursor of the place after g in the order
+// of a summary of f (SummaryOptions.Cursor): largest first, then newest,
+// then by DLQ and key. It is signed with the database's key, bound to f
+// and to the instant f's ages counted back from (f.Clock), which
+// SummaryCursorClock gives back.
+func (s *Store) DeadGroupCursor(ctx context.Context, f DeadFilter, g DeadGroup) (string, error) {
+	if g.Count < 1 || g.LastDeadAt.IsZero() || !IsGroupKey(g.Group) || !isDLQName(g.DLQ) {
+		return "", fmt.Errorf("store: cursor of group %q of %q: not a group a summary returned", g.Group, g.DLQ)
+	}
+	key, err := s.cursorKey(ctx)
+	if err != nil {
+		return "", err
+	}
+	c := deadCursor{V: deadCursorVersion, T: g.LastDeadAt.UTC(), Q: g.DLQ, I: g.Count, F: f.fingerprint(), G: g.Group}
+	if !f.Clock.IsZero() {
+		c.P = f.Clock.UnixMicro()
+	}
+	c.M = c.mac(key)
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// SummaryCursorClock is DeadCursorClock for a summary's cursor
+// (DeadGroupCursor).
+func (s *Store) SummaryCursorClock(ctx context.Context, cursor string) (time.Time, error) {
+	return s.cursorClock(ctx, cursor, inSummary)
 }

@@ -26,12 +26,19 @@ type DeadSummary struct {
 	// TotalMessages counts the dead messages of every group the filter
 	// selects, those left out included.
 	TotalMessages int64 `json:"total_messages"`
-	// Truncated is set when groups holds fewer than TotalGroups.
+	// AfterGroups counts the groups ranked after the cursor
+	// (SummaryOptions.Cursor), those of Groups included, and AfterMessages
+	// their dead messages: TotalGroups and TotalMessages without one.
+	AfterGroups   int   `json:"after_groups"`
+	AfterMessages int64 `json:"after_messages"`
+	// Truncated is set when groups holds fewer than AfterGroups: more
+	// groups are ranked after the last of Groups.
 	Truncated bool `json:"truncated,omitempty"`
 }
 
 // SummarizeDead groups the dead messages f selects by (DLQ, source queue,
-// kind, error class), largest group first (then the newest, then by name),
+// kind, error class), largest group first (then the newest, then by DLQ
+// and group key),
 // each with its reasons, first and last dead-letter time (the DLQ row's
 // enqueued_at) and up to 5 sample ids, newest first. Only the MaxDeadGroups
 // largest groups are returned; SummarizeDeadReport also tells how many
@@ -67,6 +74,14 @@ type SummaryOptions struct {
 	// ByField is a path of keys into the payload (["file", "type"]); each
 	// group listed is broken down by the value found there.
 	ByField []string
+	// Cursor, from DeadGroupCursor with the same filter, asks for the
+	// groups ranked after the group it names, as they rank now: the
+	// next page of a summary read in pages. Groups change between pages
+	// (deaths, retries, discards), so a group that grew past the cursor
+	// since is not listed again, and one that shrank past it is listed
+	// again; over groups that do not change, the pages list each group
+	// once, and end. "" for the first page.
+	Cursor string
 }
 
 // SummarizeDeadWith is SummarizeDeadReport with options.
@@ -78,17 +93,26 @@ func (s *Store) SummarizeDeadWith(ctx context.Context, f DeadFilter, o SummaryOp
 	if err := validateFieldPath(o.ByField); err != nil {
 		return out, err
 	}
-	err := s.runDead(ctx, f, func(q *deadQuery) error {
+	c, err := s.decodeSignedCursor(ctx, o.Cursor, f.fingerprint(), inSummary)
+	if err != nil {
+		return out, err
+	}
+	var after *DeadGroup
+	if c != nil {
+		after = &DeadGroup{Count: c.I, LastDeadAt: c.T, DLQ: c.Q, Group: c.G}
+	}
+	err = s.runDead(ctx, f, func(q *deadQuery) error {
 		base := &deadQuery{dlqs: slices.Clone(q.dlqs), conds: q.conds, args: slices.Clone(q.args), text: q.text, group: q.group}
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, s.db, opts, func(tx pgx.Tx) error {
-			groups, total, err := summarizeDead(ctx, tx, q, f)
+			groups, total, err := summarizeDead(ctx, tx, q, f, after)
 			if err != nil {
 				return err
 			}
 			slices.SortFunc(groups, compareDeadGroups)
 			out.Groups = append([]DeadGroup{}, groups[:min(len(groups), MaxDeadGroups)]...)
-			out.TotalGroups, out.TotalMessages, out.Truncated = total.groups, total.messages, total.groups > len(out.Groups)
+			out.TotalGroups, out.TotalMessages, out.Truncated = total.groups, total.messages, total.afterGroups > len(out.Groups)
+			out.AfterGroups, out.AfterMessages = total.afterGroups, total.afterMessages
 			if len(o.ByField) == 0 || len(out.Groups) == 0 {
 				return nil
 			}
@@ -101,19 +125,23 @@ func (s *Store) SummarizeDeadWith(ctx context.Context, f DeadFilter, o SummaryOp
 	return out, nil
 }
 
-// deadTotals counts the groups a filter selects and their messages.
+// deadTotals counts the groups a filter selects and their messages, and
+// those ranked after a summary's cursor (all of them without one).
 type deadTotals struct {
-	groups   int
-	messages int64
+	groups        int
+	messages      int64
+	afterGroups   int
+	afterMessages int64
 }
 
 func (t deadTotals) add(u deadTotals) deadTotals {
-	return deadTotals{t.groups + u.groups, t.messages + u.messages}
+	return deadTotals{t.groups + u.groups, t.messages + u.messages, t.afterGroups + u.afterGroups, t.afterMessages + u.afterMessages}
 }
 
-// summarizeDead returns the groups that may be among the largest
-// MaxDeadGroups, unsorted, and the number of groups and of their messages.
-func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) ([]DeadGroup, deadTotals, error) {
+// summarizeDead returns the groups ranked after the group after (nil: from
+// the first) that may be among the largest MaxDeadGroups of them,
+// unsorted, and the number of groups and of their messages.
+func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter, after *DeadGroup) ([]DeadGroup, deadTotals, error) {
 	scan := q.dlqs
 	var groups []DeadGroup
 	var total deadTotals
@@ -126,7 +154,7 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 		}
 		scan = slices.DeleteFunc(slices.Clone(q.dlqs), func(d string) bool { return tracked[d] })
 		if len(tracked) > 0 {
-			if groups, total, err = summaryFromGroups(ctx, tx, tracked, f); err != nil {
+			if groups, total, err = summaryFromGroups(ctx, tx, tracked, f, after); err != nil {
 				return nil, deadTotals{}, err
 			}
 		}
@@ -148,7 +176,7 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 					iq.dlqs = append(iq.dlqs, d)
 				}
 			}
-			if groups, total, err = summaryFromIndex(ctx, tx, iq); err != nil {
+			if groups, total, err = summaryFromIndex(ctx, tx, iq, after); err != nil {
 				return nil, deadTotals{}, err
 			}
 		}
@@ -156,7 +184,7 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 	if len(scan) > 0 {
 		probeOf(ctx).saw(scan)
 		q.dlqs = scan
-		more, n, err := summaryFromScan(ctx, tx, q)
+		more, n, err := summaryFromScan(ctx, tx, q, after)
 		if err != nil {
 			return nil, deadTotals{}, err
 		}
@@ -166,17 +194,32 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter) (
 }
 
 // compareDeadGroups orders groups largest first, then newest first, then
-// by names in byte order, as the scan does in SQL.
+// by DLQ and group key in byte order, as the SQL of each way does
+// (sqlGroupOrder): a total order, since a group is one key in one DLQ,
+// which a summary's cursor carries (DeadGroupCursor).
 func compareDeadGroups(a, b DeadGroup) int {
 	return cmp.Or(
 		cmp.Compare(b.Count, a.Count),
 		b.LastDeadAt.Compare(a.LastDeadAt),
 		strings.Compare(a.DLQ, b.DLQ),
-		strings.Compare(a.SourceQueue, b.SourceQueue),
-		strings.Compare(a.Kind, b.Kind),
-		strings.Compare(a.ErrorClass, b.ErrorClass),
-		strings.Compare(a.ErrorPattern, b.ErrorPattern),
+		strings.Compare(a.Group, b.Group),
 	)
+}
+
+// sqlGroupOrder is compareDeadGroups in SQL, over the columns n, last_at,
+// dlq and group_key (the key as text).
+const sqlGroupOrder = `n DESC, last_at DESC, dlq COLLATE "C", group_key COLLATE "C"`
+
+// groupsAfter is the SQL condition of the groups ranked after the group
+// after (compareDeadGroups), over the columns of sqlGroupOrder; TRUE
+// without one.
+func (q *deadQuery) groupsAfter(after *DeadGroup) string {
+	if after == nil {
+		return "TRUE"
+	}
+	n, at, dlq, key := q.arg(after.Count), q.arg(after.LastDeadAt), q.arg(after.DLQ), q.arg(after.Group)
+	return `(n < ` + n + `::bigint OR n = ` + n + `::bigint AND (last_at < ` + at + `::timestamptz OR last_at = ` + at + `::timestamptz AND (
+		dlq COLLATE "C" > ` + dlq + `::text OR dlq = ` + dlq + `::text AND group_key COLLATE "C" > ` + key + `::text)))`
 }
 
 // deadTracked returns those of dlqs whose groups pgbus.dlq_group_counts
@@ -294,7 +337,7 @@ const sqlCauseKey = `pgbus.dlq_cause_key(headers, message)`
 // from taking it into each group's read): planned per group, an index on
 // the error text, which a DBA may add, was read once per group, in all
 // longer than the scan.
-func summaryFromIndex(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, deadTotals, error) {
+func summaryFromIndex(ctx context.Context, tx pgx.Tx, q *deadQuery, after *DeadGroup) ([]DeadGroup, deadTotals, error) {
 	where, text := "", "true"
 	for _, c := range q.conds {
 		if c == q.text {
@@ -330,11 +373,20 @@ func summaryFromIndex(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup
 				FROM ` + t + ` WHERE msg_id = c.ids[1]) nm
 			WHERE ks.k IS NOT NULL AND c.n > 0)`
 	}
-	sql := `SELECT ` + sqlDeadGroupCols + `, n, first_at, last_at, reasons, ids, msg, trips, group_key, count(*) OVER (), sum(n) OVER ()::bigint
-		FROM (` + strings.Join(parts, "\nUNION ALL\n") + `) u
-		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C", error_norm COLLATE "C"
-		LIMIT ` + q.arg(MaxDeadGroups)
+	sql := pageOfGroups(q, `SELECT * FROM (`+strings.Join(parts, "\nUNION ALL\n")+`) u`, after)
 	return collectGroups(tx.Query(ctx, sql, q.args...))
+}
+
+// pageOfGroups selects, of the groups the statement groups returns (the
+// columns collectGroups reads, but for the counts), the largest
+// MaxDeadGroups ranked after the group after, with the counts of all of
+// them and of those ranked after.
+func pageOfGroups(q *deadQuery, groups string, after *DeadGroup) string {
+	return `SELECT ` + sqlDeadGroupCols + `, n, first_at, last_at, reasons, ids, msg, trips, group_key, total, messages, count(*) OVER (), coalesce(sum(n) OVER (), 0)::bigint
+		FROM (SELECT g.*, count(*) OVER () AS total, sum(n) OVER ()::bigint AS messages FROM (` + groups + `) g) a
+		WHERE ` + q.groupsAfter(after) + `
+		ORDER BY ` + sqlGroupOrder + `
+		LIMIT ` + q.arg(MaxDeadGroups)
 }
 
 // trackedGroup is a group as pgbus.dlq_group_counts counts it.
@@ -347,8 +399,11 @@ type trackedGroup struct {
 // pgbus.dlq_group_counts (one row per group and reason), keeps the groups that
 // can be among the largest MaxDeadGroups (those as large as the
 // MaxDeadGroups-th, ties included), and reads their first and last times
-// and sample ids from the DLQs' group indexes, two probes per group.
-func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, f DeadFilter) ([]DeadGroup, deadTotals, error) {
+// and sample ids from the DLQs' group indexes, two probes per group. After
+// a group (after), it keeps those smaller than it that can be among the
+// largest MaxDeadGroups of them, and every group as large as it, whose
+// place before or after it only their last times, probed, tell.
+func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, f DeadFilter, after *DeadGroup) ([]DeadGroup, deadTotals, error) {
 	dlqs := make([]string, 0, len(tracked))
 	for d := range tracked {
 		dlqs = append(dlqs, d)
@@ -359,29 +414,39 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 		}
 		return &v
 	}
+	var below *int64 // the size of the group after, when there is one
+	if after != nil {
+		below = &after.Count
+	}
 	rows, err := tx.Query(ctx, `
 		WITH g AS (
 			SELECT dlq, group_key, min(source_queue) AS source_queue, min(kind) AS kind, min(error_class) AS error_class,
 			       min(error_norm) AS error_norm,
 			       sum(count)::bigint AS n,
-			       coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons,
-			       count(*) OVER () AS total, sum(sum(count)) OVER ()::bigint AS messages
+			       coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons
 			FROM pgbus.dlq_group_counts
 			WHERE dlq = ANY($1) AND ($2::text IS NULL OR kind = $2) AND ($3::text IS NULL OR error_class = $3)
 			  AND ($5::text IS NULL OR CASE WHEN $5 = '`+ReasonNotRecorded+`' THEN coalesce(reason, '') = '' ELSE reason = $5 END)
 			GROUP BY dlq, group_key
 			HAVING sum(count) > 0
+		), w AS (
+			SELECT g.*, count(*) OVER () AS total, sum(n) OVER ()::bigint AS messages,
+			       count(*) FILTER (WHERE $6::bigint IS NULL OR n < $6) OVER () AS smaller,
+			       coalesce(sum(n) FILTER (WHERE $6::bigint IS NULL OR n < $6) OVER (), 0)::bigint AS smaller_messages
+			FROM g
 		)
-		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total, messages FROM g
-		WHERE n >= coalesce((SELECT n FROM g ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
-		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1, opt(f.Reason))
+		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total, messages, smaller, smaller_messages FROM w
+		WHERE ($6::bigint IS NULL OR n <= $6)
+		  AND n >= coalesce((SELECT n FROM g WHERE $6::bigint IS NULL OR n < $6 ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
+		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1, opt(f.Reason), below)
 	if err != nil {
 		return nil, deadTotals{}, err
 	}
 	var total deadTotals
 	found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (trackedGroup, error) {
 		var g trackedGroup
-		err := r.Scan(&g.key, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.Reasons, &total.groups, &total.messages)
+		err := r.Scan(&g.key, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.Reasons,
+			&total.groups, &total.messages, &total.afterGroups, &total.afterMessages)
 		return g, err
 	})
 	if err != nil || len(found) == 0 {
@@ -396,10 +461,20 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 	}
 	out := make([]DeadGroup, 0, len(found))
 	for _, g := range found {
-		if len(g.SampleMsgIDs) > 0 { // else the counts were stale: a DLQ written with its triggers off
-			g.Group = groupKeyText(g.key)
-			out = append(out, g.DeadGroup)
+		if len(g.SampleMsgIDs) == 0 { // the counts were stale: a DLQ written with its triggers off
+			continue
 		}
+		g.Group = groupKeyText(g.key)
+		if after != nil && g.Count == after.Count {
+			// As large as the group after: listed, and counted as after
+			// it, only when it ranks after it.
+			if compareDeadGroups(g.DeadGroup, *after) <= 0 {
+				continue
+			}
+			total.afterGroups++
+			total.afterMessages += g.Count
+		}
+		out = append(out, g.DeadGroup)
 	}
 	return out, total, nil
 }
@@ -488,20 +563,19 @@ const (
 // summaryFromScan summarizes the DLQs of q by reading every message q
 // selects; it returns the largest MaxDeadGroups groups and the number of
 // groups and of their messages.
-func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery) ([]DeadGroup, deadTotals, error) {
+func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery, after *DeadGroup) ([]DeadGroup, deadTotals, error) {
 	cols := `msg_id, enqueued_at, ` + sqlDeadGroupExprs + `, ` + sqlDeadMessage + ` AS msg, ` + sqlDeadTrips + ` AS trips,
 		` + sqlDeadBlock + `->>'reason' AS reason, pgbus.dlq_cause_key(headers, message)::text AS group_key`
 	union := q.union(cols, nil, "")
-	sql := `SELECT ` + sqlDeadGroupCols + `, count(*) AS n, min(enqueued_at), max(enqueued_at) AS last_at,
-			coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}'),
-			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5],
-			(array_agg(msg ORDER BY enqueued_at DESC, msg_id DESC))[1],
-			(array_agg(trips ORDER BY enqueued_at DESC, msg_id DESC))[1],
-			min(group_key), count(*) OVER (), sum(count(*)) OVER ()::bigint
+	groups := `SELECT ` + sqlDeadGroupCols + `, count(*) AS n, min(enqueued_at) AS first_at, max(enqueued_at) AS last_at,
+			coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons,
+			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5] AS ids,
+			(array_agg(msg ORDER BY enqueued_at DESC, msg_id DESC))[1] AS msg,
+			(array_agg(trips ORDER BY enqueued_at DESC, msg_id DESC))[1] AS trips,
+			min(group_key) AS group_key
 		FROM (` + union + `) u
-		GROUP BY ` + sqlDeadGroupCols + `
-		ORDER BY n DESC, last_at DESC, dlq COLLATE "C", source_queue COLLATE "C", kind COLLATE "C", error_class COLLATE "C", error_norm COLLATE "C"
-		LIMIT ` + q.arg(MaxDeadGroups)
+		GROUP BY ` + sqlDeadGroupCols
+	sql := pageOfGroups(q, groups, after)
 	return collectGroups(tx.Query(ctx, sql, q.args...))
 }
 
@@ -570,7 +644,7 @@ func collectGroups(rows pgx.Rows, err error) ([]DeadGroup, deadTotals, error) {
 	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
 		var g DeadGroup
 		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
-			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total.groups, &total.messages)
+			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total.groups, &total.messages, &total.afterGroups, &total.afterMessages)
 		return g, err
 	})
 	return groups, total, err
