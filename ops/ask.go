@@ -14,6 +14,8 @@ const (
 	AskSends AskKind = "sends"
 	// AskNextPage: a page lists fewer rows than asked for so that it fits
 	// a response; the next page, asked with at most Limit rows, goes on.
+	// With Limit 0, a page that has no size to ask for (a summary's
+	// groups) left some out: its next page goes on.
 	AskNextPage AskKind = "next_page"
 	// AskFullHistory: identical failures in a row were folded into one
 	// entry; asking for the full history lists each.

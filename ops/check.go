@@ -339,8 +339,14 @@ func (r DLQShowRequest) Check() error {
 }
 
 // Check checks the request without the database; ByField is checked
-// against the service's safe fields by the summary itself.
-func (r DLQSummaryRequest) Check() error { return r.Filter.Check() }
+// against the service's safe fields, and the cursor's signature, by the
+// summary itself.
+func (r DLQSummaryRequest) Check() error {
+	if err := checkText("cursor", r.Cursor); err != nil {
+		return err
+	}
+	return r.Filter.Check()
+}
 
 // Check checks the request without the database.
 func (r AuditRequest) Check() error {

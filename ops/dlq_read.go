@@ -25,6 +25,13 @@ type DLQSummaryRequest struct {
 	// bound: for a page a person scrolls, or a watcher that compares
 	// every group, not for an agent's answer.
 	All bool
+	// Cursor is the previous page's NextCursor, with the same filter; ""
+	// for the first page. A page lists the groups ranked after the last
+	// group of the page before, as they rank now: groups change between
+	// pages (deaths, retries, discards), so one that grew past it since is
+	// not listed again, one that shrank past it is; over groups that do
+	// not change, the pages list each group once, and end.
+	Cursor string
 }
 
 // DeadGroup counts the dead messages of one (DLQ, source queue, kind,
@@ -52,12 +59,16 @@ type DeadGroup struct {
 type DLQSummary struct {
 	Groups      []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class, error pattern), largest group first, each with a representative error message and up to 5 sample ids, newest first."`
 	Total       int64       `json:"total" jsonschema_description:"Dead messages in the groups listed; messages_omitted counts those of the groups left out."`
-	TotalGroups int         `json:"total_groups" jsonschema_description:"Groups the filters select; more than the groups listed when truncated."`
-	Truncated   bool        `json:"truncated,omitempty" jsonschema_description:"Only the largest groups are listed: notes says what the others hold, next how to see them."`
-	// MessagesOmitted counts the dead messages of the groups left out.
-	MessagesOmitted int64    `json:"messages_omitted,omitempty" jsonschema_description:"Dead messages in the groups left out when truncated: total plus messages_omitted is every dead message the filters select."`
-	Notes           []string `json:"notes" jsonschema_description:"What was shortened or hidden."`
-	Next            []Hint   `json:"next" jsonschema_description:"What to do next."`
+	TotalGroups int         `json:"total_groups" jsonschema_description:"Groups the filters select, those of other pages included."`
+	Truncated   bool        `json:"truncated,omitempty" jsonschema_description:"More groups follow this page: notes says what they hold, next_cursor is the next page."`
+	// MessagesOmitted counts the dead messages of the groups not listed
+	// on this page, those of earlier pages included.
+	MessagesOmitted int64 `json:"messages_omitted,omitempty" jsonschema_description:"Dead messages in the groups not listed on this page: total plus messages_omitted is every dead message the filters select."`
+	// NextCursor, set when groups follow this page, asks for them
+	// (DLQSummaryRequest.Cursor).
+	NextCursor string   `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same filters, for the next page. Absent on the last page."`
+	Notes      []string `json:"notes" jsonschema_description:"What was shortened or hidden."`
+	Next       []Hint   `json:"next" jsonschema_description:"What to do next."`
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
 	Asks []Ask `json:"-"`
@@ -65,11 +76,15 @@ type DLQSummary struct {
 
 // summaryOmittedRoom is what a summary that leaves groups out keeps free
 // in its response for the note that says so and the next steps to them,
-// which repeat the filter (up to four times).
+// which repeat the filter (up to five times), and for its next cursor,
+// which the next page's step repeats.
 func summaryOmittedRoom(f DeadFilter) int {
 	b, _ := json.Marshal(f)
-	return 1200 + 4*len(b)
+	return 1200 + 5*len(b) + 2*summaryCursorRoom
 }
+
+// summaryCursorRoom bounds the characters of a summary's cursor.
+const summaryCursorRoom = 400
 
 // summaryFit returns how many of out's groups fit the response bound, or 0
 // when all do or all were asked for.
@@ -111,24 +126,37 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		return DLQSummary{}, err
 	}
 	defer end()
-	defer againOnceFree(&err, OpDLQSummary, req.Filter.hintArgs("by_field", req.ByField)...)
+	defer againOnceFree(&err, OpDLQSummary, req.Filter.hintArgs("by_field", req.ByField, "cursor", req.Cursor)...)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DLQSummary{}, err
 	}
-	f, err := req.Filter.resolve(s.now())
+	// The first page of this call's filters, all of them: with the queue
+	// alone it would count other groups.
+	again := hint(OpDLQSummary, "start again from the first page", req.Filter.hintArgs("by_field", req.ByField)...)
+	now, err := s.summaryCursorClock(ctx, req.Cursor)
+	if err != nil {
+		return DLQSummary{}, explain(err, again)
+	}
+	f, err := req.Filter.resolve(now)
 	if err != nil {
 		return DLQSummary{}, err
+	}
+	if req.Filter.relative() {
+		f.Clock = now
 	}
 	path, err := s.byFieldPath(req.ByField)
 	if err != nil {
 		return DLQSummary{}, err
 	}
-	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{ByField: path})
+	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{ByField: path, Cursor: req.Cursor})
 	if err != nil {
-		return DLQSummary{}, explain(err, queueHint(err, OpDLQSummary))
+		if errors.Is(err, ErrNotFound) || req.Cursor == "" {
+			return DLQSummary{}, explain(err, queueHint(err, OpDLQSummary))
+		}
+		return DLQSummary{}, explain(err, again)
 	}
-	if len(sum.Groups) == 0 {
+	if len(sum.Groups) == 0 && req.Cursor == "" {
 		if err := s.groupElsewhere(ctx, f); err != nil {
 			return DLQSummary{}, err
 		}
@@ -149,35 +177,74 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	why := ""
 	var left []DeadGroup
 	if k := s.summaryFit(req, out); k > 0 {
-		// Only the largest groups fit one response: the next steps reach
-		// the others, as when the store lists only the largest.
+		// Only the largest groups fit one response: the next page, and
+		// the next steps, reach the others.
 		out.Groups, left, out.Truncated, out.Total = out.Groups[:k], out.Groups[k:], true, 0
 		for _, g := range out.Groups {
 			out.Total += g.Count
 		}
 		why = fmt.Sprintf(", so that the response stays under %d characters", ResponseBudget)
 	}
+	if out.Truncated && len(out.Groups) > 0 {
+		// The place after the last group listed, of the groups as the
+		// store returned them, in the same order.
+		if out.NextCursor, err = s.store.DeadGroupCursor(ctx, f, sum.Groups[len(out.Groups)-1]); err != nil {
+			return DLQSummary{}, err
+		}
+	}
+	largest := "the largest group"
+	if req.Cursor != "" {
+		largest = "the largest group of this page"
+	}
 	if len(out.Groups) > 0 {
 		g := out.Groups[0]
 		if len(g.SampleMsgIDs) > 0 {
-			out.Next = append(out.Next, hint(OpDLQShow, "read why a message of the largest group died", "queue", g.DLQ, "msg_id", g.SampleMsgIDs[0]))
+			out.Next = append(out.Next, hint(OpDLQShow, "read why a message of "+largest+" died", "queue", g.DLQ, "msg_id", g.SampleMsgIDs[0]))
 		}
-		out.Next = append(out.Next, hint(OpDLQList, "list the messages of the largest group", "queue", g.DLQ, "group", g.Group))
+		out.Next = append(out.Next, hint(OpDLQList, "list the messages of "+largest, "queue", g.DLQ, "group", g.Group))
 	}
-	if out.Truncated {
+	if out.NextCursor != "" {
+		// Every page with more after it says how to go on: the cursor
+		// needs the same filters with it.
+		out.Next = append(out.Next, hint(OpDLQSummary, "the next page", req.Filter.hintArgs("by_field", req.ByField, "cursor", out.NextCursor)...))
+	}
+	if out.Truncated || req.Cursor != "" {
 		out.MessagesOmitted = max(sum.TotalMessages-out.Total, 0)
-		others := out.TotalGroups - len(out.Groups)
-		note := fmt.Sprintf("only the %s of %d groups %s listed%s: the other %s %s of the %s", plural.Of(len(out.Groups), "largest", fmt.Sprintf("%d largest", len(out.Groups))), out.TotalGroups,
-			plural.Of(len(out.Groups), "is", "are"), why, plural.Count(others, "group", "groups"), plural.Of(others, "holds", "hold")+" "+fmt.Sprint(out.MessagesOmitted),
-			plural.Count(out.Total+out.MessagesOmitted, "dead message", "dead messages"))
-		more := AskAll
-		if out.TotalGroups > store.MaxDeadGroups {
-			more = AskMore
+	}
+	// The groups of the pages before this one, as the groups rank now.
+	before := max(sum.TotalGroups-sum.AfterGroups, 0)
+	all := plural.Count(out.Total+out.MessagesOmitted, "dead message", "dead messages")
+	switch {
+	case out.Truncated:
+		others := max(sum.AfterGroups-len(out.Groups), 0)
+		rest := plural.Count(others, "group", "groups") + " " + plural.Of(others, "holds", "hold") + " " + fmt.Sprint(max(sum.AfterMessages-out.Total, 0))
+		note := fmt.Sprintf("only the %s of %d groups %s listed%s: the other %s of the %s", plural.Of(len(out.Groups), "largest", fmt.Sprintf("%d largest", len(out.Groups))), out.TotalGroups,
+			plural.Of(len(out.Groups), "is", "are"), why, rest, all)
+		if req.Cursor != "" {
+			note = fmt.Sprintf("groups %d to %d of %d are listed, those ranked after the last of the page before%s: the %s ranked after them %s of the %s",
+				before+1, before+len(out.Groups), out.TotalGroups, why, plural.Count(others, "group", "groups"), plural.Of(others, "holds", "hold")+" "+fmt.Sprint(max(sum.AfterMessages-out.Total, 0)), all)
 		}
-		askOp(&out.Notes, &out.Asks, more, OpDLQSummary, note)
+		ask(&out.Notes, &out.Asks, AskNextPage, note, 0)
 		out.Next = append(out.Next, omittedHints(req.Filter, sum.Groups, left, others)...)
+	case req.Cursor != "" && len(out.Groups) > 0:
+		out.Notes = append(out.Notes, fmt.Sprintf("groups %d to %d of %d are listed, those ranked after the last of the page before: the last page", before+1, before+len(out.Groups), out.TotalGroups))
+	case req.Cursor != "":
+		out.Notes = append(out.Notes, "no group ranks after the last of the page before any more: groups changed since (messages retried, discarded or dead-lettered)")
+		out.Next = append(out.Next, again)
 	}
 	return out, nil
+}
+
+// summaryCursorClock is cursorClock for a summary's cursor.
+func (s *Service) summaryCursorClock(ctx context.Context, cursor string) (time.Time, error) {
+	if cursor == "" {
+		return s.now(), nil
+	}
+	clock, err := s.store.SummaryCursorClock(ctx, cursor)
+	if err != nil || clock.IsZero() {
+		return s.now(), err
+	}
+	return clock, nil
 }
 
 // omittedHints are the next steps of a summary that left groups out (left,

@@ -11,6 +11,7 @@ import (
 // DLQSummaryInput is the input of pgbus_dlq_summary.
 type DLQSummaryInput struct {
 	DeadFilter
+	Cursor  string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same filters."`
 	ByField string `json:"by_field,omitempty" jsonschema_description:"A safe payload field (one of payload_policy.safe_fields in pgbus_health, such as tenant or file.type): each group is broken down by its values, the 5 most frequent and the rest counted, so that failures sharing one value (partner = p-9) show."`
 }
 
@@ -23,7 +24,7 @@ func NewDLQSummary(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_dlq_summary", dlqSummaryDescription, readAnnotations("Dead-letter summary"), DLQSummaryInput{}, ops.DLQSummary{}),
 		Handler: handler(d, func(ctx context.Context, in DLQSummaryInput) (ops.DLQSummary, error) {
-			return d.Ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: in.ops(), ByField: in.ByField})
+			return d.Ops.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: in.ops(), ByField: in.ByField, Cursor: in.Cursor})
 		}),
 	}
 }

@@ -17,9 +17,9 @@ func word(i int) string {
 
 // A summary of more groups than one response holds says how many dead
 // messages the groups left out hold, so that its counts add up to the
-// DLQ's; and its next steps reach those groups: the summary of each DLQ
-// holding some, when there are several, and the list of the messages one
-// by one. It gives no advice to narrow by what every group shares.
+// DLQ's; and its next steps reach those groups: the next page, the
+// summary of each DLQ holding some, when there are several, and the list
+// of the messages one by one. It gives no advice to narrow by what every group shares.
 func TestDLQSummarySaysWhatItLeftOut(t *testing.T) {
 	t.Parallel()
 	e := newIsolatedEnv(t, ops.Options{})
@@ -49,15 +49,17 @@ func TestDLQSummarySaysWhatItLeftOut(t *testing.T) {
 	if !hasNoteWith(one.Notes, note) || hasNoteWith(one.Notes, "narrow the filters (queue, kind, error_class)") {
 		t.Errorf("notes %q: want %q, and no advice to narrow by what the groups share", one.Notes, note)
 	}
-	if !hasNoteWith(one.Notes, "pgbus dlq summary on the command line lists them all") {
-		t.Errorf("notes %q: want where to see every group", one.Notes)
+	if !hasNoteWith(one.Notes, "pass next_cursor as cursor with the same filters for the next page") || one.NextCursor == "" {
+		t.Errorf("notes %q, next cursor %q: want the way to the next page of groups", one.Notes, one.NextCursor)
 	}
 	list, ok := findHintWhy(one.Next, "pgbus_dlq_list", "left out")
 	if !ok || hintArg(list, "queue") != `"`+tpl+`"` || hintArg(list, "group") != "" {
 		t.Fatalf("next %+v: want the list of %s's dead messages, those left out among them", one.Next, tpl)
 	}
-	if h, ok := findHint(one.Next, "pgbus_dlq_summary"); ok {
-		t.Errorf("next %+v: a summary of one DLQ suggests %+v, which lists the same groups", one.Next, h)
+	for _, h := range one.Next {
+		if h.Op == "pgbus_dlq_summary" && hintArg(h, "cursor") == "" {
+			t.Errorf("next %+v: a summary of one DLQ suggests %+v, which lists the same groups", one.Next, h)
+		}
 	}
 	page := callOK[ops.DLQList](t, e, "pgbus_dlq_list", list.Args)
 	if len(page.Items) == 0 {

@@ -44,3 +44,15 @@ func TestNoteWording(t *testing.T) {
 		}
 	}
 }
+
+// The next page of a list that has no page size to ask for (a summary's
+// groups) is asked by its cursor alone.
+func TestNextPageWithoutLimit(t *testing.T) {
+	a := ops.Ask{Kind: ops.AskNextPage}
+	if got, want := vocab.ToolNote(a, "N"), "N; pass next_cursor as cursor with the same filters for the next page"; got != want {
+		t.Errorf("ToolNote = %q, want %q", got, want)
+	}
+	if got, want := vocab.CommandNote(a, "N"), "N; the next page is asked with --cursor"; got != want {
+		t.Errorf("CommandNote = %q, want %q", got, want)
+	}
+}

@@ -265,6 +265,9 @@ func ToolNote(a ops.Ask, note string) string {
 	case ops.AskSends:
 		return note + ": pass tool send (or all) to see them"
 	case ops.AskNextPage:
+		if a.Limit == 0 {
+			return note + "; pass next_cursor as cursor with the same filters for the next page"
+		}
 		return note + fmt.Sprintf("; pass next_cursor as cursor with the same filters for the next page, with limit %d or less", a.Limit)
 	case ops.AskFullHistory:
 		return note + "; full_history lists each"
@@ -294,6 +297,9 @@ func CommandNote(a ops.Ask, note string) string {
 	case ops.AskSends:
 		return note + ": --tool send (or all) lists them"
 	case ops.AskNextPage:
+		if a.Limit == 0 {
+			return note + "; the next page is asked with --cursor"
+		}
 		return note + fmt.Sprintf("; the next page is asked with --cursor and --limit %d or less", a.Limit)
 	case ops.AskFullHistory:
 		return note + "; --full-history lists each"
