@@ -89,7 +89,7 @@ func (a *app) printDemoReport(rep demo.Report, db *dbopen.DB) error {
 		return err
 	}
 	fmt.Fprintln(out, "\nDead letters (pgbus dlq summary):")
-	if err := a.writeDeadSummary(out, rep.Dead); err != nil {
+	if err := a.writeDeadSummary(out, rep.Dead, false); err != nil {
 		return err
 	}
 	where := demo.Where{External: db.Embedded == nil}

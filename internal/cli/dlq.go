@@ -95,8 +95,8 @@ func (ff *filterFlags) flags() string {
 
 func (a *app) dlqSummaryCommand() *cobra.Command {
 	var (
-		ff      filterFlags
-		byField string
+		ff              filterFlags
+		byField, cursor string
 	)
 	cmd := &cobra.Command{
 		Use:   "summary",
@@ -109,7 +109,10 @@ the error message with numbers, ids, quoted values and hex replaced, so
 names each group whose newest message had been retried out of a DLQ before
 and died again: that retry did not fix the cause.
 --by-field breaks each group down by a safe payload field (config safe_fields
-or PGBUS_SAFE_FIELDS). --json prints the same result as the MCP tool
+or PGBUS_SAFE_FIELDS). Up to 500 groups are listed; when there are more, a
+"next:" line gives the command for the next page (an opaque --cursor, valid
+with the same filters), which lists the groups ranked after the last one
+shown, as they rank then. --json prints the same result as the MCP tool
 pgbus_dlq_summary.`,
 		Example: `  pgbus dlq summary
   pgbus dlq summary --queue orders --since 24h
@@ -124,8 +127,8 @@ pgbus_dlq_summary.`,
 			if byField != "" && len(a.safeFields(nil)) == 0 {
 				return usageError{fmt.Errorf("--by-field %s: no payload field is named safe to show: set %s=%s, or list it under safe_fields in the configuration file", clip(byField, 60), EnvSafeFields, clip(byField, 60))}
 			}
-			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f, ByField: byField}, func(sum ops.DLQSummary) error {
-				if err := a.writeDeadSummary(a.stdout, sum); err != nil {
+			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f, ByField: byField, Cursor: cursor}, func(sum ops.DLQSummary) error {
+				if err := a.writeDeadSummary(a.stdout, sum, cursor != ""); err != nil {
 					return err
 				}
 				a.printNext(a.stdout, sum.Next)
@@ -135,6 +138,7 @@ pgbus_dlq_summary.`,
 	}
 	ff.add(cmd.Flags())
 	cmd.Flags().StringVar(&byField, "by-field", "", "break each group down by this safe payload field (config safe_fields, env "+EnvSafeFields+")")
+	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after the previous page (its next_cursor, or the command its \"next:\" line gives)")
 	return jsonFlag(cmd, ops.OpDLQSummary)
 }
 

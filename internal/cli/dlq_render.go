@@ -18,9 +18,13 @@ import (
 )
 
 // writeDeadSummary prints the groups of pgbus dlq summary.
-func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
+func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary, later bool) error {
 	if len(sum.Groups) == 0 {
-		_, err := fmt.Fprintln(w, "no dead messages")
+		what := "no dead messages"
+		if later {
+			what = "no group ranks after the previous page any more"
+		}
+		_, err := fmt.Fprintln(w, what)
 		return err
 	}
 	t := newTable(w, "QUEUE", "KIND", "ERROR CLASS", "REASON", "COUNT", "FIRST", "LAST", "SAMPLE IDS", "MESSAGE")
@@ -38,7 +42,11 @@ func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary) error {
 	writeBreakdowns(w, sum.Groups)
 	writeComebacks(w, sum.Groups)
 	line := plural.Count(sum.Total, "dead message", "dead messages") + " in " + plural.Count(len(sum.Groups), "group", "groups")
-	if sum.Truncated {
+	switch {
+	case later:
+		// A page after a cursor: the notes say where it stands.
+		line += fmt.Sprintf(" (of %d groups, after those of the pages before)", sum.TotalGroups)
+	case sum.Truncated:
 		others := sum.TotalGroups - len(sum.Groups)
 		line += fmt.Sprintf(" (the largest of %d groups: the other %d %s %s)", sum.TotalGroups, others, plural.Of(others, "holds", "hold"),
 			plural.Count(sum.MessagesOmitted, "dead message", "dead messages"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -260,4 +261,133 @@ func callToolRaw(t *testing.T, c *client.Client, name string, args map[string]an
 		t.Fatalf("call %s: %v", name, err)
 	}
 	return res
+}
+
+// summaryPage is what the parity of summary pages compares of a page.
+type summaryPage struct {
+	Groups []struct {
+		DLQ   string `json:"dlq"`
+		Group string `json:"group"`
+		Count int64  `json:"count"`
+	} `json:"groups"`
+	TotalGroups int    `json:"total_groups"`
+	NextCursor  string `json:"next_cursor"`
+}
+
+func (p summaryPage) keys() []string {
+	out := make([]string, len(p.Groups))
+	for i, g := range p.Groups {
+		out[i] = g.DLQ + " " + g.Group
+	}
+	return out
+}
+
+// The pages of a summary of more groups than one page holds are the same
+// through the CLI (--json, --cursor) and through pgbus_dlq_summary on the
+// same database, each taking the other's cursor: from the same cursor, the
+// tool's page (bounded by its response) is the start of the CLI's page
+// (up to 500 groups), and both go on to the same groups. The CLI's words
+// name the next page as a command, which lists the rest.
+func TestParitySummaryPages(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	s := pgtest.OpenStore(t, d.url)
+	pgtest.CreateQueue(t, s, "mailer")
+	const groups = 510
+	specs := make([]pgtest.DeadSpec, 0, groups+40)
+	for i := range groups {
+		spec := pgtest.DeadSpec{Kind: "mail", Class: "SMTPError", Message: "mailbox " + letters(i) + " refused"}
+		specs = append(specs, spec)
+		if i < 40 {
+			specs = append(specs, spec)
+		}
+	}
+	pgtest.DeadLetter(t, s, "mailer", specs...)
+	c, _, _ := serveStdio(t, "--database-url", d.url)
+
+	cliPage := func(args ...string) summaryPage {
+		t.Helper()
+		r := pgbus(t, d.env, append([]string{"dlq", "summary", "--queue", "mailer", "--json"}, args...)...)
+		var p summaryPage
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &p) != nil {
+			t.Fatalf("pgbus dlq summary %v: exit %d\n%s\n%s", args, r.code, r.stdout, r.stderr)
+		}
+		return p
+	}
+	toolPage := func(cursor string) summaryPage {
+		t.Helper()
+		args := map[string]any{"queue": "mailer"}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		res := callToolRaw(t, c, "pgbus_dlq_summary", args)
+		var p summaryPage
+		if res.IsError || json.Unmarshal([]byte(toolText(res)), &p) != nil {
+			t.Fatalf("pgbus_dlq_summary %v: %s", args, toolText(res))
+		}
+		return p
+	}
+	// Every group once, through the tool alone.
+	var all []string
+	seen := map[string]bool{}
+	var cursors []string
+	for cursor := ""; ; {
+		p := toolPage(cursor)
+		for _, k := range p.keys() {
+			if seen[k] {
+				t.Fatalf("the tool lists %s twice", k)
+			}
+			seen[k] = true
+		}
+		all = append(all, p.keys()...)
+		if p.NextCursor == "" {
+			break
+		}
+		cursor = p.NextCursor
+		cursors = append(cursors, cursor)
+	}
+	if len(all) != groups || len(cursors) < 2 {
+		t.Fatalf("the tool's pages list %d groups in %d pages; want %d in several", len(all), len(cursors)+1, groups)
+	}
+	// The CLI: 500 groups, then the rest from its cursor; the same order.
+	first := cliPage()
+	if first.TotalGroups != groups || first.NextCursor == "" || !slices.Equal(first.keys(), all[:500]) {
+		t.Fatalf("CLI first page: %d groups of %d, next cursor %q; want the tool's first 500 of %d", len(first.Groups), first.TotalGroups, first.NextCursor, groups)
+	}
+	second := cliPage("--cursor", first.NextCursor)
+	if second.NextCursor != "" || !slices.Equal(second.keys(), all[500:]) {
+		t.Fatalf("CLI second page: %v (next %q); want the tool's last %d groups", second.keys(), second.NextCursor, groups-500)
+	}
+	// Each front end takes the other's cursor and lists the same page.
+	if p := toolPage(first.NextCursor); !slices.Equal(p.keys(), second.keys()) {
+		t.Fatalf("the tool from the CLI's cursor lists %v; the CLI %v", p.keys(), second.keys())
+	}
+	for _, cursor := range []string{cursors[0], cursors[len(cursors)/2]} {
+		tool, cli := toolPage(cursor), cliPage("--cursor", cursor)
+		if len(cli.Groups) < len(tool.Groups) || !slices.Equal(cli.keys()[:len(tool.Groups)], tool.keys()) {
+			t.Fatalf("from the same cursor, the tool lists %v, the CLI %v", tool.keys(), cli.keys())
+		}
+	}
+	// In words, the CLI names its next page, which lists the rest.
+	r := pgbus(t, d.env, "dlq", "summary", "--queue", "mailer")
+	var next []string
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if i := strings.Index(line, "pgbus dlq summary "); i >= 0 && strings.Contains(line, "--cursor ") {
+			next = strings.Fields(strings.TrimSpace(strings.SplitN(line[i+len("pgbus "):], "#", 2)[0]))
+		}
+	}
+	if r.code != 0 || next == nil {
+		t.Fatalf("pgbus dlq summary: exit %d, no command for the next page:\n%s", r.code, r.stdout)
+	}
+	r = pgbus(t, d.env, append(next, "--json")...)
+	var rest summaryPage
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &rest) != nil || !slices.Equal(rest.keys(), all[500:]) {
+		t.Fatalf("pgbus %v: exit %d\n%s\n%s\nwant the last %d groups", next, r.code, r.stdout, r.stderr, groups-500)
+	}
+}
+
+// letters is a word of letters only for each i, so that error messages
+// that differ by it are groups of their own.
+func letters(i int) string {
+	return string(rune('a'+i/676%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i%26))
 }
