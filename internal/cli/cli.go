@@ -73,7 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	out.flush()
 	app.trace.flush()
-	err = app.explain(cobraWords(cmd, flagNamed(cmd, err)))
+	err = app.explain(app.cobraWords(cmd, flagNamed(cmd, err)))
 	if werr := out.failed(); werr != nil {
 		var report bool
 		if err, report = outputFailed(cmd, err, werr, out.raw()); !report {
@@ -439,7 +439,8 @@ Quick start: pgbus demo`,
 		if args := cmd.Flags().Args(); cmd.HasSubCommands() && len(args) > 0 {
 			// pgbus dlq bogus --json: the flag is a subcommand's, and
 			// the mistake is the subcommand's name.
-			return unknownSubcommand(cmd, args[0])
+			a.setCarry(cmd.Flags()) // as far as they were read: setup did not run
+			return a.unknownSubcommand(cmd, args[0])
 		}
 		if idErr := negativeIDError(cmd, err); idErr != nil {
 			return idErr
@@ -457,7 +458,7 @@ Quick start: pgbus demo`,
 	root.AddCommand(a.benchCommand())
 	root.AddCommand(versionCommand())
 	root.SetHelpCommand(helpCommand())
-	completionCommand(root)
+	a.completionCommand(root)
 	onceFlags(root)
 	root.Version = buildinfo.Describe()
 	root.SetVersionTemplate("{{.Version}}\n")
@@ -491,11 +492,11 @@ func unreadableValue(err error) error {
 // completionCommand adds cobra's pgbus completion now rather than when the
 // command line runs, so that it refuses a shell it does not know as every
 // other group does a subcommand (cobra's prints its usage and exits 0).
-func completionCommand(root *cobra.Command) {
+func (a *app) completionCommand(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() == "completion" {
-			groupCommand(c)
+			a.groupCommand(c)
 		}
 	}
 }

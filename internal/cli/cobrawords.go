@@ -15,7 +15,7 @@ import (
 // what was wrong ("accepts 1 arg(s), received 0") but not what to give:
 // the arguments the command takes, the commands there are, where its
 // flags are listed. Other errors pass unchanged.
-func cobraWords(cmd *cobra.Command, err error) error {
+func (a *app) cobraWords(cmd *cobra.Command, err error) error {
 	if err == nil || cmd == nil || !isCobraUsage(err) {
 		return err
 	}
@@ -27,7 +27,7 @@ func cobraWords(cmd *cobra.Command, err error) error {
 	case strings.HasPrefix(msg, "unknown command") && !cmd.HasAvailableSubCommands():
 		return usageError{fmt.Errorf("%s takes %s (%s); see %s --help", name, argumentsOf(cmd), msg, path)}
 	case strings.HasPrefix(msg, "unknown command"):
-		return unknownSubcommand(cmd, unknownName(msg))
+		return a.unknownSubcommand(cmd, unknownName(msg))
 	case strings.HasPrefix(msg, "unknown flag"):
 		return usageError{fmt.Errorf("%s; %s%s --help lists the flags it takes", msg, didYouMean(closest(unknownFlag(msg), flagNames(cmd)), "--"), path)}
 	case strings.HasPrefix(msg, "unknown shorthand flag"):

@@ -85,7 +85,7 @@ func (a *app) demo(ctx context.Context, timeout, callTimeout time.Duration) erro
 func (a *app) printDemoReport(rep demo.Report, db *dbopen.DB) error {
 	out := a.stdout
 	fmt.Fprintln(out, "Queues (pgbus queues):")
-	if err := writeQueueStats(out, rep.Queues); err != nil {
+	if err := a.writeQueueStats(out, rep.Queues); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "\nDead letters (pgbus dlq summary):")

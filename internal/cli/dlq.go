@@ -16,7 +16,7 @@ import (
 )
 
 func (a *app) dlqCommand() *cobra.Command {
-	cmd := groupCommand(&cobra.Command{
+	cmd := a.groupCommand(&cobra.Command{
 		Use:   "dlq",
 		Short: "Inspect, retry and discard dead messages",
 		Long: `Work with dead-letter queues. The DLQ of queue X is X_dlq; a dead message

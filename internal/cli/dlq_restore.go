@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -83,7 +82,7 @@ pgbus_dlq_restore.`,
 				return err
 			}
 			if len(ids) == 0 {
-				return usageError{errors.New("give the ids of the discarded messages to restore (pgbus dlq discarded --queue Q lists them)")}
+				return usageError{fmt.Errorf("give the ids of the discarded messages to restore (%s lists them)", a.carried("pgbus dlq discarded --queue Q"))}
 			}
 			req := ops.DLQRestoreRequest{Queue: queue, IDs: ids, DryRun: dryRun}
 			if err := flagWords(req.Check(), "queue"); err != nil {

@@ -17,7 +17,7 @@ func TestEstimatedCountsAreMarked(t *testing.T) {
 		{Queue: "big", Depth: 4_000_010, Visible: 4_000_000, InFlight: 10, Archived: 7, TotalSent: 4_000_017, CountsEstimated: true},
 		{Queue: "small", Depth: 3, Visible: 3, Archived: 2_000_000, ArchivedEstimated: true},
 	}
-	if err := writeQueueStats(&buf, stats); err != nil {
+	if err := (&app{}).writeQueueStats(&buf, stats); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(buf.String(), "\n")

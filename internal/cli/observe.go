@@ -96,7 +96,7 @@ pgbus_workers.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return run(a, cmd, (*ops.Service).Workers, ops.WorkersRequest{}, func(ws ops.Workers) error {
 				if len(ws.Workers) == 0 {
-					_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with pgbus work")
+					_, err := fmt.Fprintln(a.stdout, "no worker processes in the last 24 hours; start one with "+a.carried("pgbus work"))
 					return err
 				}
 				t := newTable(a.stdout, "STATUS", "HOST", "PID", "QUEUES", "CONCURRENCY", "STARTED", "HEARTBEAT", "VERSION", "STOP ERROR")
@@ -243,7 +243,7 @@ the MCP tool pgbus_circuit_reset.`,
 	}
 	reset.Flags().BoolVar(&req.EndOpeningByHand, "end-opening-by-hand", false, "close a breaker opened by hand before its time is up")
 	jsonFlag(reset, ops.OpCircuitReset)
-	cmd := groupCommand(&cobra.Command{
+	cmd := a.groupCommand(&cobra.Command{
 		Use:   "circuit",
 		Short: "Act on one circuit breaker",
 		Long: `Act on one circuit breaker, named as pgbus circuits lists it: open it by

@@ -194,10 +194,11 @@ func seconds(s float64) string {
 	return (time.Duration(s * float64(time.Second))).String()
 }
 
-// writeQueueStats prints the stats table of pgbus queues.
-func writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
+// writeQueueStats prints the stats table of pgbus queues; the commands
+// it names for none keep this command's global flags.
+func (a *app) writeQueueStats(w io.Writer, stats []ops.QueueStats) error {
 	if len(stats) == 0 {
-		_, err := fmt.Fprintln(w, "no queues yet; create one with pgbus queue create NAME, or run pgbus demo")
+		_, err := fmt.Fprintf(w, "no queues yet; create one with %s, or run %s\n", a.carried("pgbus queue create NAME"), a.carried("pgbus demo"))
 		return err
 	}
 	t := newTable(w, "QUEUE", "DEPTH", "READY", "RUNNING", "RETRYING", "SCHEDULED", "DLQ", "ARCHIVED", "SENT",

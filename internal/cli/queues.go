@@ -47,7 +47,7 @@ and OLDEST READY stay exact. ARCHIVED is estimated likewise, marked ~
 			}
 			return run(a, cmd, (*ops.Service).QueueStats, req,
 				func(res ops.QueueStatsResult) error {
-					if err := writeQueueStats(a.stdout, res.Queues); err != nil {
+					if err := a.writeQueueStats(a.stdout, res.Queues); err != nil {
 						return err
 					}
 					printNotes(a.stdout, res.Notes, res.Asks)
@@ -58,7 +58,7 @@ and OLDEST READY stay exact. ARCHIVED is estimated likewise, marked ~
 }
 
 func (a *app) queueCommand() *cobra.Command {
-	cmd := groupCommand(&cobra.Command{
+	cmd := a.groupCommand(&cobra.Command{
 		Use:   "queue",
 		Short: "Create, drop, pause, resume or purge a queue, list its live messages, or run its retries now",
 		Long: `Manage queues. A queue X is the PGMQ tables pgmq.q_X and pgmq.a_X (its
@@ -131,7 +131,7 @@ the same result as the MCP tool pgbus_queue_run_now.`,
 
 // groupCommand makes a command that only holds subcommands: alone it
 // prints its help; with an unknown subcommand it is a usage error (exit 2).
-func groupCommand(cmd *cobra.Command) *cobra.Command {
+func (a *app) groupCommand(cmd *cobra.Command) *cobra.Command {
 	cmd.Args = cobra.ArbitraryArgs
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
@@ -141,17 +141,19 @@ func groupCommand(cmd *cobra.Command) *cobra.Command {
 			// pgbus dlq help retry, as pgbus help dlq retry.
 			return helpOn(cmd.Root(), append(strings.Fields(cmd.CommandPath())[1:], args[1:]...))
 		}
-		return unknownSubcommand(cmd, args[0])
+		return a.unknownSubcommand(cmd, args[0])
 	}
 	return cmd
 }
 
 // unknownSubcommand is the error of a group command given name, which is
-// none of its subcommands, with the ones it may be a mistyping of.
-func unknownSubcommand(cmd *cobra.Command, name string) error {
+// none of its subcommands, with the ones it may be a mistyping of. The
+// command it names for a name that lives elsewhere keeps the global flags
+// this command was given.
+func (a *app) unknownSubcommand(cmd *cobra.Command, name string) error {
 	names := commandNames(cmd)
 	if other, ok := elsewhere[cmd.CommandPath()+" "+name]; ok {
-		return usageError{fmt.Errorf("unknown command %q for %q: that is %s; %s takes one of: %s", name, cmd.CommandPath(), other, cmd.CommandPath(), strings.Join(names, ", "))}
+		return usageError{fmt.Errorf("unknown command %q for %q: that is %s; %s takes one of: %s", name, cmd.CommandPath(), a.carried(other), cmd.CommandPath(), strings.Join(names, ", "))}
 	}
 	useOneOf := "use one of: "
 	guess := didYouMean(closest(name, names), "")

@@ -141,7 +141,7 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	}
 	req.Payloads = in.payloads
 	if err := check(cmd, req); err != nil {
-		return in.lineError(err, queue)
+		return in.lineError(err, queue, a.carried)
 	}
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
@@ -165,15 +165,16 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 		}
 	}
 	if err != nil {
-		return in.lineError(err, queue)
+		return in.lineError(err, queue, a.carried)
 	}
 	return nil
 }
 
 // lineError words an error of SendMany by the input's lines: the line a
 // refused payload came from, or, when the sending stopped midway, the
-// lines sent and the one to go on from.
-func (in *ndjsonInput) lineError(err error, queue string) error {
+// lines sent and the one to go on from. carried adds the global flags the
+// command was given to a command line it names.
+func (in *ndjsonInput) lineError(err error, queue string, carried func(string) string) error {
 	var ps *ops.PartlySent
 	if errors.As(err, &ps) {
 		var parts []string
@@ -195,7 +196,7 @@ func (in *ndjsonInput) lineError(err error, queue string) error {
 				stopped.resume = append(stopped.resume, in.lines[last+1])
 			}
 			stopped.look = queue
-			parts = append(parts, fmt.Sprintf("lines %d to %d may or may not have been sent, as the connection broke while they were written: look for them with pgbus queue messages %s, then run the same command with %s", next, in.lines[last], queue, resume))
+			parts = append(parts, fmt.Sprintf("lines %d to %d may or may not have been sent, as the connection broke while they were written: look for them with %s, then run the same command with %s", next, in.lines[last], carried("pgbus queue messages "+vocab.ShellQuote(queue)), resume))
 		} else {
 			parts = append(parts, fmt.Sprintf("line %d and those after it were not: run the same command with --from-line %d to send them, not the whole input again, which would send the sent lines twice", next, next))
 		}
