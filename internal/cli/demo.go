@@ -3,12 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
+	"github.com/pgbus/pgbus/internal/vocab"
 )
 
 func (a *app) demoCommand() *cobra.Command {
@@ -92,14 +95,34 @@ func (a *app) printDemoReport(rep demo.Report, db *dbopen.DB) error {
 	if err := a.writeDeadSummary(out, rep.Dead, false); err != nil {
 		return err
 	}
-	where := demo.Where{External: db.Embedded == nil}
-	if !where.External && a.sources["data-dir"] != "" {
-		where.DataDir = db.Embedded.DataDir()
-	}
-	next, err := demo.NextSteps(where, rep.Dead.Groups)
+	next, err := demo.NextSteps(a.demoWhere(db), rep.Dead.Groups)
 	if err != nil {
 		return err
 	}
 	_, err = fmt.Fprint(out, next)
 	return err
+}
+
+// demoWhere is the database db of a demo as its next steps name it: the
+// steps keep the global flags of its command line, and the configuration
+// file its database came from (named by PGBUS_CONFIG, it is added as an
+// absolute path); the agent's server starts with the file, and with
+// DATABASE_URL set as for the run only when the URL did not come from it.
+func (a *app) demoWhere(db *dbopen.DB) demo.Where {
+	fromFile := func(name string) bool { return strings.HasPrefix(a.sources[name], "config ") }
+	where := demo.Where{External: db.Embedded == nil && !fromFile("database-url"), URLCarried: a.carryURL != "", Flags: a.carry}
+	if db.Embedded != nil && a.sources["data-dir"] != "" && !fromFile("data-dir") {
+		where.DataDir = db.Embedded.DataDir()
+	}
+	if a.configPath != "" {
+		abs, err := filepath.Abs(a.configPath)
+		if err != nil {
+			abs = a.configPath
+		}
+		where.Config = abs
+		if a.sources["config"] != "--config" && (fromFile("database-url") || fromFile("data-dir")) {
+			where.Flags += " --config " + vocab.ShellQuote(abs)
+		}
+	}
+	return where
 }

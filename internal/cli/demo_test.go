@@ -236,3 +236,37 @@ func (r *runningDemo) wait() (stdout, stderr string, err error) {
 	err = r.cmd.Wait()
 	return r.out.String(), r.stderr.String(), err
 }
+
+// A demo whose database came from the configuration file names it in
+// every step to try next, and starts the agent's server with it: it said
+// to set DATABASE_URL as for the run, which no one had set, so the steps
+// pasted as printed went to the embedded database.
+func TestDemoStepsCarryTheConfigurationFile(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	cfg := writeFile(t, "pgbus.yaml", "database_url: "+d.url+"\n")
+	r := pgbus(t, nil, "demo", "--config", cfg)
+	if r.code != 0 {
+		t.Fatalf("demo --config: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	_, next, _ := strings.Cut(r.stdout, "Try next:")
+	if strings.Contains(next, "DATABASE_URL") {
+		t.Errorf("the demo's next steps name DATABASE_URL, which the run did not use:\n%s", next)
+	}
+	for _, want := range []string{
+		"  pgbus dlq list --queue demo_orders --config " + cfg + "\n",
+		"  pgbus work --queue demo_orders --handler demo --until-idle --config " + cfg + "\n",
+		"  pgbus dlq summary --config " + cfg + "\n",
+		"  pgbus serve --config " + cfg + "\n",
+		`"args":["serve","--config","` + cfg + `"]`,
+	} {
+		if !strings.Contains(next, want) {
+			t.Errorf("the demo's next steps lack %q:\n%s", want, next)
+		}
+	}
+	// As printed, a step reads the demo's database.
+	d.ok(t, "dlq", "list", "--queue", "demo_orders", "--config", cfg)
+	if out := pgbus(t, nil, "dlq", "summary", "--config", cfg); out.code != 0 || !strings.Contains(out.stdout, "demo.Unavailable") {
+		t.Errorf("dlq summary --config as the demo printed it: exit %d\n%s%s", out.code, out.stdout, out.stderr)
+	}
+}

@@ -12,12 +12,25 @@ import (
 // Where is the database a demo ran on, as the next steps must name it for
 // an agent's server to find it.
 type Where struct {
-	// External is true for a server at a URL, which the reader sets as
-	// DATABASE_URL was for the run.
+	// External is true for a server at a URL given outside the
+	// configuration file (DATABASE_URL or --database-url): the agent's
+	// server is told to set DATABASE_URL as it was for the run.
 	External bool
+	// URLCarried is true when Flags hold the run's --database-url, so
+	// that the steps need no DATABASE_URL set.
+	URLCarried bool
 	// DataDir is the embedded server's directory when the run chose one
-	// (--data-dir, PGBUS_DATA_DIR or the file), "" for the default.
+	// outside the configuration file (--data-dir or PGBUS_DATA_DIR), ""
+	// for the default or the file's.
 	DataDir string
+	// Config is the configuration file the run read, as an absolute
+	// path, "" for none: the agent's server starts with it, its database
+	// and handlers.
+	Config string
+	// Flags are the global flags every step keeps, as written after it on
+	// a command line: those the run's command line gave, and the
+	// configuration file the run's database came from.
+	Flags string
 }
 
 // NextSteps are the demo's closing lines: commands to try on what it
@@ -25,27 +38,33 @@ type Where struct {
 // to the same database over MCP.
 func NextSteps(where Where, groups []ops.DeadGroup) (string, error) {
 	server := mcpServer{Command: "pgbus", Args: []string{"serve"}}
+	if where.Config != "" {
+		server.Args = append(server.Args, "--config", where.Config)
+	}
 	setup := ""
 	switch {
 	case where.External:
 		server.Env = map[string]string{"DATABASE_URL": "<the database URL of this run>"}
-		setup = "  (with DATABASE_URL set as for this run)\n"
+		if !where.URLCarried {
+			setup = "  (with DATABASE_URL set as for this run)\n"
+		}
 	case where.DataDir != "":
 		server.Args = append(server.Args, "--data-dir", where.DataDir)
 		setup = "  export PGBUS_DATA_DIR=" + vocab.ShellQuote(where.DataDir) + "\n"
 	}
+	f := where.Flags
 	mcp, err := mcpConfigHints(server)
 	if err != nil {
 		return "", err
 	}
 	return fmt.Sprintf(`
 Try next:
-%[5]s  pgbus dlq list --queue %[1]s
-  pgbus dlq show %[4]s --queue %[1]s
+%[5]s  pgbus dlq list --queue %[1]s%[7]s
+  pgbus dlq show %[4]s --queue %[1]s%[7]s
   # The outage is over: retry its victims, then work the queue until it is empty.
-  pgbus dlq retry-all --queue %[1]s --error-class %[2]s --yes
-  pgbus work --queue %[1]s --handler demo --until-idle
-  pgbus dlq summary
+  pgbus dlq retry-all --queue %[1]s --error-class %[2]s --yes%[7]s
+  pgbus work --queue %[1]s --handler demo --until-idle%[7]s
+  pgbus dlq summary%[7]s
 
 Connect an AI agent (MCP) to investigate and repair these dead letters:
   pgbus serve%[6]s
@@ -53,7 +72,7 @@ Connect an AI agent (MCP) to investigate and repair these dead letters:
   claude mcp add pgbus -- pgbus serve%[6]s
 %[3]s  Then ask: "Why are jobs dying in %[1]s? Retry the ones that can succeed now."
   (pgbus must be on PATH: go build -o pgbus . or go install.)
-`, Orders, handlers.ClassDemoUnavailable, mcp, sampleID(groups), setup, argsSuffix(server.Args[1:])), nil
+`, Orders, handlers.ClassDemoUnavailable, mcp, sampleID(groups), setup, argsSuffix(server.Args[1:]), f), nil
 }
 
 // sampleID is a dead message of the orders queue to show, or "ID".
