@@ -67,7 +67,7 @@ func (f *File) WorkQueues(p WorkPlan) ([]WorkQueue, error) {
 		for _, name := range f.QueueNames() {
 			fq := f.Queues[name]
 			q := WorkQueue{Name: name, Concurrency: p.concurrencyFor(fq), Settings: fq.Settings, Declared: true}
-			if err := p.handlerFor(&q, fq); err != nil {
+			if err := f.handlerFor(p, &q, fq, true); err != nil {
 				return nil, err
 			}
 			out = append(out, q)
@@ -124,7 +124,7 @@ func (f *File) parseQueueSpec(s string, p WorkPlan) (WorkQueue, error) {
 		}
 		q.Concurrency = n
 	}
-	return q, p.handlerFor(&q, fq)
+	return q, f.handlerFor(p, &q, fq, declared)
 }
 
 func (p WorkPlan) concurrencyFor(fq Queue) int {
@@ -137,7 +137,9 @@ func (p WorkPlan) concurrencyFor(fq Queue) int {
 	return DefaultConcurrency
 }
 
-func (p WorkPlan) handlerFor(q *WorkQueue, fq Queue) error {
+// handlerFor settles the handler of q, whose queue the file configures as
+// fq when declared.
+func (f *File) handlerFor(p WorkPlan, q *WorkQueue, fq Queue, declared bool) error {
 	switch {
 	case p.Handler != "" && fq.Handler != nil && fq.Handler.Type == p.Handler:
 		q.Handler = *fq.Handler // the file's, with its options
@@ -151,6 +153,14 @@ func (p WorkPlan) handlerFor(q *WorkQueue, fq Queue) error {
 		q.Handler = handlers.Spec{Type: p.Handler}
 	case fq.Handler != nil:
 		q.Handler = *fq.Handler
+	case f.Path() != "" && !declared && len(f.Queues) > 0:
+		// A file was given: most likely the name is a typo of a queue it
+		// configures.
+		return fmt.Errorf("the configuration file %s configures no queue %q (it configures: %s), so queue %s has no handler: name one of them, add it to the file (queues.%s.handler; see pgbus help config), or pass --handler %s to run the simulated downstream of pgbus demo",
+			f.Path(), q.Name, strings.Join(f.QueueNames(), ", "), q.Name, q.Name, handlers.TypeDemo)
+	case f.Path() != "":
+		return fmt.Errorf("queue %s has no handler in the configuration file %s: give it one there (queues.%s.handler, e.g. {type: http, url: https://...} or {type: exec, command: [...]}; see pgbus help config), or pass --handler %s to run the simulated downstream of pgbus demo",
+			q.Name, f.Path(), q.Name, handlers.TypeDemo)
 	default:
 		return fmt.Errorf("queue %s has no handler: give it one in a configuration file passed with --config (queues.%s.handler, e.g. {type: http, url: https://...} or {type: exec, command: [...]}; see pgbus help config), or pass --handler %s to run the simulated downstream of pgbus demo",
 			q.Name, q.Name, handlers.TypeDemo)

@@ -82,7 +82,8 @@ func TestWorkQueuesErrors(t *testing.T) {
 		{config.WorkPlan{Specs: []string{"a:0"}, Source: "environment variable PGBUS_QUEUES", Handler: "demo"}, `environment variable PGBUS_QUEUES "a:0": concurrency must be`},
 		{config.WorkPlan{Specs: []string{"Bad"}, Source: "--queue", Handler: "demo"}, `--queue "Bad"`},
 		{config.WorkPlan{Specs: []string{"a"}, Source: "--queue", Handler: "nope", HandlerFrom: " (from environment variable PGBUS_HANDLER)"}, `handler "nope" (from environment variable PGBUS_HANDLER)`},
-		{config.WorkPlan{Specs: []string{"a"}, Source: "--queue"}, "queue a has no handler: give it one in a configuration file"},
+		{config.WorkPlan{Specs: []string{"a"}, Source: "--queue"}, `the configuration file pgbus.yaml configures no queue "a" (it configures: bare, emails, orders), so queue a has no handler`},
+		{config.WorkPlan{Specs: []string{"bare"}, Source: "--queue"}, "queue bare has no handler in the configuration file pgbus.yaml: give it one there"},
 	} {
 		if _, err := f.WorkQueues(c.plan); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("plan %+v: error %v, want it to contain %q", c.plan, err, c.want)
