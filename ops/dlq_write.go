@@ -248,6 +248,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		return DLQRetry{}, explain(err, s.createAgainHint(ctx, gone, "creates queue "+gone+" again, so that its dead messages have somewhere to go back to"),
 			req.Hint("the same call, once the queue is created again, moves exactly these messages or nothing"))
 	}
+	if store.IsOtherMoveExpect(err) {
+		return DLQRetry{}, explain(err, req.ownDryRun().Hint("shows what this call selects now, with its own expect"))
+	}
 	if err != nil && (req.DryRun || rep.Retried == 0 && !cut) {
 		return DLQRetry{}, explain(changed(err, req.redry), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}
@@ -746,6 +749,9 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		s.startAudit(ctx, OpDLQDiscard, discardAuditArgs(req))
 	}
 	rep, err := s.store.DiscardDeadSelected(ctx, f, limit, opts)
+	if store.IsOtherMoveExpect(err) {
+		return DLQDiscard{}, explain(err, req.ownDryRun().Hint("shows what this call selects now, with its own expect"))
+	}
 	if err != nil && rep.Discarded == 0 {
 		return DLQDiscard{}, explain(changed(err, req.redry), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}

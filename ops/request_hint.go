@@ -46,6 +46,21 @@ func (r DLQDiscardRequest) Hint(why string) Hint {
 		"confirm", r.Confirm, "all", r.All)...)
 }
 
+// ownDryRun is r as its own dry run, which selects what r would retry and
+// gives the expect that guards it: without r's expect.
+func (r DLQRetryRequest) ownDryRun() DLQRetryRequest {
+	r.DryRun, r.Expect = true, ""
+	return r
+}
+
+// ownDryRun is r as its own dry run, which selects what r would discard
+// and gives the expect that guards it: without r's expect and
+// confirmation.
+func (r DLQDiscardRequest) ownDryRun() DLQDiscardRequest {
+	r.DryRun, r.Expect, r.Confirm = true, "", false
+	return r
+}
+
 // Hint is r as a next step: the same restore.
 func (r DLQRestoreRequest) Hint(why string) Hint {
 	return hint(OpDLQRestore, why, "ids", r.IDs, "queue", r.Queue, "dry_run", r.DryRun)

@@ -185,7 +185,7 @@ func (s *Store) guarded(ctx context.Context, use DeadSetUse, refs []deadRef, exp
 	}
 	if !hmac.Equal([]byte(deadSetToken(key, use, set, tables)), []byte(expect)) {
 		if hmac.Equal([]byte(deadSetToken(key, use.other(), set, tables)), []byte(expect)) {
-			return invalidf("expect is the dry run's of a %s, and this call is a %s; nothing was moved: run this call's own dry run and pass its expect", use.other(), use)
+			return otherMoveExpect{invalidf("expect is the dry run's of a %s, and this call is a %s; nothing was moved: run this call's own dry run and pass its expect", use.other(), use)}
 		}
 		want, _ := tokenSize(expect)
 		what := fmt.Sprintf("%d then, %d now", want, len(refs))

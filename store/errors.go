@@ -63,6 +63,18 @@ type changedError struct{ cause, msg string }
 func (e *changedError) Error() string { return e.msg }
 func (e *changedError) Unwrap() error { return ErrChanged }
 
+// otherMoveExpect is the refusal of a guarded move given the expect of a
+// dry run of the other move: a retry's to a discard, or a discard's to a
+// retry.
+type otherMoveExpect struct{ error }
+
+func (e otherMoveExpect) Unwrap() error { return e.error }
+
+// IsOtherMoveExpect reports whether err refuses a guarded move given the
+// expect of a dry run of the other move (a retry's for a discard, or a
+// discard's for a retry), which this call's own dry run replaces.
+func IsOtherMoveExpect(err error) bool { return errors.As(err, new(otherMoveExpect)) }
+
 // changed is the refusal whose text is cause, then "; " and then.
 func changed(cause, then string) error {
 	return &changedError{cause: cause, msg: cause + "; " + then}
