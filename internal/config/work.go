@@ -147,8 +147,8 @@ func (f *File) handlerFor(p WorkPlan, q *WorkQueue, fq Queue, declared bool) err
 		// Replacing a handler the file configures would run the queue's
 		// jobs elsewhere (a leftover PGBUS_HANDLER=demo would archive real
 		// jobs unrun): that is never what a deployment means.
-		return fmt.Errorf("queue %s has a %s handler in the configuration file, and --handler %s%s would replace it: drop --handler (or unset PGBUS_HANDLER) to use the file's, or name a queue the file does not configure",
-			q.Name, fq.Handler.Type, p.Handler, p.HandlerFrom)
+		return fmt.Errorf("queue %s has %s handler in the configuration file, and --handler %s%s would replace it: drop --handler (or unset PGBUS_HANDLER) to use the file's, or name a queue the file does not configure",
+			q.Name, withArticle(fq.Handler.Type), p.Handler, p.HandlerFrom)
 	case p.Handler != "":
 		q.Handler = handlers.Spec{Type: p.Handler}
 	case fq.Handler != nil:
@@ -166,4 +166,13 @@ func (f *File) handlerFor(p WorkPlan, q *WorkQueue, fq Queue, declared bool) err
 			q.Name, q.Name, handlers.TypeDemo)
 	}
 	return nil
+}
+
+// withArticle is a handler type with the article it reads with: "an
+// exec", "an http" (said letter by letter), "a demo".
+func withArticle(typ string) string {
+	if typ != "" && (strings.ContainsRune("aeiou", rune(typ[0])) || typ == "http" || typ == "https") {
+		return "an " + typ
+	}
+	return "a " + typ
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/config"
 )
 
@@ -150,7 +151,7 @@ queues:
 		{Specs: []string{"hooks"}, Source: "--queue", Handler: "demo", HandlerFrom: " (from environment variable PGBUS_HANDLER)"},
 	} {
 		_, err := f.WorkQueues(p)
-		if err == nil || !strings.Contains(err.Error(), "queue hooks has a http handler in the configuration file, and --handler demo (from environment variable PGBUS_HANDLER) would replace it") {
+		if err == nil || !strings.Contains(err.Error(), "queue hooks has an http handler in the configuration file, and --handler demo (from environment variable PGBUS_HANDLER) would replace it") {
 			t.Errorf("plan %+v: %v; want a refusal naming hooks and PGBUS_HANDLER", p, err)
 		}
 	}
@@ -161,5 +162,21 @@ queues:
 	qs, err = f.WorkQueues(config.WorkPlan{Specs: []string{"hooks"}, Source: "--queue", Handler: "http"})
 	if err != nil || len(qs) != 1 || qs[0].Handler.Type != "http" || len(qs[0].Handler.Options) == 0 {
 		t.Fatalf("--handler http for hooks: %+v, %v; want the file's http handler with its url", qs, err)
+	}
+}
+
+// A handler the file configures is named with the article its type reads
+// with: an exec handler, an http handler, a demo handler.
+func TestReplacedHandlerArticle(t *testing.T) {
+	for typ, want := range map[string]string{"exec": "has an exec handler", "http": "has an http handler", "demo": "has a demo handler"} {
+		f := &config.File{Queues: map[string]config.Queue{"reports": {Handler: &handlers.Spec{Type: typ}}}}
+		other := "demo"
+		if typ == "demo" {
+			other = "exec"
+		}
+		_, err := f.WorkQueues(config.WorkPlan{Specs: []string{"reports"}, Source: "--queue", Handler: other})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--handler %s over the file's %s handler: %v; want it to say %q", other, typ, err, want)
+		}
 	}
 }
