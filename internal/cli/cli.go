@@ -161,7 +161,9 @@ func (a *app) stoppedBySignal(cmd *cobra.Command, err error) error {
 		if p.Again.Op == "" {
 			return errors.New(stopped)
 		}
-		return fmt.Errorf("%s; %s: it %s", stopped, runAgain(p), p.Rest())
+		// No next step follows a stop: the command that does the rest
+		// is said here, with the limit left.
+		return fmt.Errorf("%s; run %s: it %s", stopped, a.command(p.Again), p.Rest())
 	}
 	if topLevel(cmd) && cmd.Name() == "demo" {
 		return errors.New(demo.Stopped)

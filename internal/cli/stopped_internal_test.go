@@ -14,7 +14,7 @@ import (
 func TestStoppedBySignalCountsWhatWasDone(t *testing.T) {
 	again := ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"limit": 97968}}
 	partly := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled, Again: again})
-	want := "stopped by a signal after retrying 2,032 of up to 100,000 dead messages, which stay retried; run the same command again with --limit 97968: it retries the rest"
+	want := "stopped by a signal after retrying 2,032 of up to 100,000 dead messages, which stay retried; run pgbus dlq retry-all --limit 97968 --yes: it retries the rest"
 	if got := (&app{}).stoppedBySignal(nil, partly).Error(); got != want {
 		t.Errorf("stopped retry: %q, want %q", got, want)
 	}
@@ -24,7 +24,7 @@ func TestStoppedBySignalCountsWhatWasDone(t *testing.T) {
 		t.Errorf("stopped retry at its limit: %q, want %q", got, want)
 	}
 	purge := &ops.PartlyDone{Verb: "purging", Done: 7, Err: context.Canceled, Again: ops.Hint{Op: ops.OpDLQPurge}}
-	if got, want := (&app{}).stoppedBySignal(nil, purge).Error(), "stopped by a signal after purging 7 dead messages, which are gone; run the same command again: it purges the rest"; got != want {
+	if got, want := (&app{}).stoppedBySignal(nil, purge).Error(), "stopped by a signal after purging 7 dead messages, which are gone; run pgbus dlq purge --yes: it purges the rest"; got != want {
 		t.Errorf("stopped purge: %q, want %q", got, want)
 	}
 	if got := (&app{}).stoppedBySignal(nil, context.Canceled).Error(); got != "stopped by a signal before finishing; what was done before is kept: run the command again to finish" {

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/ops"
+)
+
+// A bulk command stopped partway names the command that does the rest,
+// with the limit left and the global flags it was given: it said to run
+// "the same command again with --limit N", which the person had to
+// rebuild, where --json gave the command as its next step.
+func TestStoppedPartwayNamesTheCommand(t *testing.T) {
+	again := ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "reports", "limit": 664, "confirm": true}}
+	want := "run pgbus dlq retry-all --limit 664 --queue reports --yes --config pgbus.yaml: it retries the rest"
+	a := &app{carry: " --config pgbus.yaml"}
+	signal := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "retrying", Done: 336, Limit: 1000, Err: context.Canceled, Again: again})
+	if got := a.stoppedBySignal(nil, signal).Error(); !strings.Contains(got, want) {
+		t.Errorf("retry stopped by a signal: %q; want it to say %q", got, want)
+	}
+	p := &ops.PartlyDone{Verb: "retrying", Done: 336, Limit: 1000, Err: ops.ErrUnavailable, Again: again}
+	got := a.errorLine(a.partlyDone(p, p), "")
+	// Cut off otherwise, it names the command among its next steps.
+	if !strings.Contains(got, "pgbus dlq retry-all --limit 664 --queue reports --yes --config pgbus.yaml") {
+		t.Errorf("retry cut off: %q; want it to name the command that does the rest", got)
+	}
+	if strings.Count(got, "pgbus dlq retry-all") != 1 {
+		t.Errorf("retry cut off: %q; want the command named once", got)
+	}
+}
