@@ -948,6 +948,9 @@ type DLQPurge struct {
 	// For a person asked, the time their question named. The name stays
 	// for the callers that read it.
 	DiscardedBefore time.Time `json:"discarded_before,omitzero" jsonschema_description:"The messages purged were archived (discarded, or kept as the original of a retry with a corrected payload) at or before this time (RFC 3339): now less older_than when the purge ran, or, when a person was asked, when they were asked."`
+	// Next is, after a dry run that found messages to purge, the purge
+	// that deletes them.
+	Next []Hint `json:"next,omitempty" jsonschema_description:"What to do next."`
 }
 
 // DLQPurge deletes for good the archived dead messages (discarded, or
@@ -1012,7 +1015,12 @@ func (s *Service) purgeDryRun(ctx context.Context, req DLQPurgeRequest) (DLQPurg
 	if err != nil {
 		return DLQPurge{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	return DLQPurge{DryRun: true, Purged: n, Queue: req.Queue, OlderThan: FormatAge(req.OlderThan), DiscardedBefore: cutoff.UTC()}, nil
+	out := DLQPurge{DryRun: true, Purged: n, Queue: req.Queue, OlderThan: FormatAge(req.OlderThan), DiscardedBefore: cutoff.UTC()}
+	if n > 0 {
+		req.DryRun, req.Confirm = false, true
+		out.Next = []Hint{req.Hint("deletes them for good, with their failure history: only once the user agreed")}
+	}
+	return out, nil
 }
 
 // trimmed is f with every value stripped of surrounding blanks. A filter

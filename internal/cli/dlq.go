@@ -558,9 +558,12 @@ func (a *app) purgeDryRun(cmd *cobra.Command, req ops.DLQPurgeRequest, asked boo
 	}
 	if asked {
 		return run(a, cmd, (*ops.Service).DLQPurge, req, func(res ops.DLQPurge) error {
-			_, err := fmt.Fprintf(a.stdout, "would purge %s of %s (archived at or before %s); nothing was deleted\n",
-				plural.Count(res.Purged, "archived dead message", "archived dead messages"), what, stamp(res.DiscardedBefore))
-			return err
+			if _, err := fmt.Fprintf(a.stdout, "would purge %s of %s (archived at or before %s); nothing was deleted\n",
+				plural.Count(res.Purged, "archived dead message", "archived dead messages"), what, stamp(res.DiscardedBefore)); err != nil {
+				return err
+			}
+			a.printNext(a.stdout, res.Next)
+			return nil
 		})
 	}
 	ctx, s, err := a.open(cmd.Context())

@@ -390,13 +390,15 @@ func TestDLQCommands(t *testing.T) {
 	if after := d.snapshot(t); after != before {
 		t.Fatalf("refused purge changed the database")
 	}
-	if out := d.ok(t, "dlq", "purge", "--queue", "shop", "--dry-run"); !strings.HasPrefix(out, "would purge 5 archived dead messages of the DLQ of shop (archived at or before 20") {
+	// The dry run names the purge that deletes what it counted.
+	if out := d.ok(t, "dlq", "purge", "--queue", "shop", "--dry-run"); !strings.HasPrefix(out, "would purge 5 archived dead messages of the DLQ of shop (archived at or before 20") ||
+		!strings.Contains(out, "\nnext: pgbus dlq purge --older-than 0s --queue shop --yes   # deletes them for good") {
 		t.Fatalf("purge --dry-run:\n%s", out)
 	}
 	var dryPurge ops.DLQPurge
 	d.json(t, &dryPurge, "dlq", "purge", "--queue", "shop", "--older-than", "1h", "--dry-run", "--yes")
-	if !dryPurge.DryRun || dryPurge.Purged != 0 || time.Since(dryPurge.DiscardedBefore) < time.Hour {
-		t.Fatalf("purge --older-than 1h --dry-run --json: %+v; want a dry run counting none an hour old", dryPurge)
+	if !dryPurge.DryRun || dryPurge.Purged != 0 || time.Since(dryPurge.DiscardedBefore) < time.Hour || len(dryPurge.Next) != 0 {
+		t.Fatalf("purge --older-than 1h --dry-run --json: %+v; want a dry run counting none an hour old, with no purge to take next", dryPurge)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 5 {
 		t.Fatalf("the dry runs left %d archived dead messages, want the 5", n)
@@ -407,7 +409,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("purge --older-than 30d: discarded_before %s; want 30 days ago", purged.DiscardedBefore)
 	}
 	purged.DiscardedBefore = time.Time{}
-	if purged != (ops.DLQPurge{Purged: 0, Queue: "shop", OlderThan: "30d"}) {
+	if !reflect.DeepEqual(purged, ops.DLQPurge{Purged: 0, Queue: "shop", OlderThan: "30d"}) {
 		t.Fatalf("purge --older-than 30d: %+v", purged)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 5 {
@@ -419,7 +421,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("purge: discarded_before %s; want now", purged.DiscardedBefore)
 	}
 	purged.DiscardedBefore = time.Time{}
-	if purged != (ops.DLQPurge{Purged: 5, Queue: "shop", OlderThan: "0s"}) {
+	if !reflect.DeepEqual(purged, ops.DLQPurge{Purged: 5, Queue: "shop", OlderThan: "0s"}) {
 		t.Fatalf("purge: %+v", purged)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgmq.a_shop_dlq`); n != 0 {
