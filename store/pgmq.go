@@ -133,7 +133,10 @@ type PGMQInstall struct {
 // made there before: their tables already have PGMQ's shape, and their rows
 // of pgmq.meta are carried over into the table the script creates (PGMQ's
 // script creates pgmq.meta unconditionally, so run on its own after pgbus it
-// stops at "relation "meta" already exists"). Everything happens in one
+// stops at "relation "meta" already exists"). The privileges roles had on
+// pgbus's pgmq.meta, on the table and on its columns, are granted again on
+// PGMQ's, so that a role that read or wrote the queues before still does.
+// Everything happens in one
 // transaction: on error nothing changed. Where PGMQ's functions are already
 // installed it runs nothing and reports Installed false. It does not apply
 // pgbus's migrations: call Migrate after it.
@@ -179,6 +182,9 @@ func (s *Store) InstallPGMQ(ctx context.Context, script string) (PGMQInstall, er
 				return fmt.Errorf("store: install PGMQ: carry the queues over into PGMQ's pgmq.meta: %w; nothing was changed", err)
 			}
 			res.Adopted = int(tag.RowsAffected())
+			if err := carryMetaGrants(ctx, tx); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `DROP SCHEMA pgbus_pgmq_install CASCADE`); err != nil {
 				return fmt.Errorf("store: install PGMQ: drop pgbus's former pgmq.meta: %w", err)
 			}
@@ -198,4 +204,39 @@ func (s *Store) InstallPGMQ(ctx context.Context, script string) (PGMQInstall, er
 	}
 	s.tables.Clear()
 	return res, nil
+}
+
+// carryMetaGrants grants on PGMQ's pgmq.meta, which the script just made,
+// every privilege the roles other than its owner had on pgbus's, moved
+// aside into schema pgbus_pgmq_install: on the table and on its columns,
+// with their grant options, PUBLIC's included. The owner of pgbus's table,
+// if another role than the new table's, keeps its privileges as grants.
+func carryMetaGrants(ctx context.Context, tx pgx.Tx) error {
+	rows, _ := tx.Query(ctx, `
+		WITH old AS (SELECT 'pgbus_pgmq_install.meta'::regclass AS oid),
+		     acl AS (
+			SELECT a.grantee, a.privilege_type, a.is_grantable, NULL::text AS col
+			FROM pg_catalog.pg_class c, aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) a
+			WHERE c.oid = (SELECT oid FROM old)
+			UNION ALL
+			SELECT a.grantee, a.privilege_type, a.is_grantable, att.attname::text
+			FROM pg_catalog.pg_attribute att, aclexplode(att.attacl) a
+			WHERE att.attrelid = (SELECT oid FROM old) AND att.attnum > 0 AND NOT att.attisdropped)
+		SELECT DISTINCT format('GRANT %s%s ON pgmq.meta TO %s%s', acl.privilege_type,
+		       coalesce(' (' || quote_ident(acl.col) || ')', ''),
+		       CASE acl.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(pg_catalog.pg_get_userbyid(acl.grantee)) END,
+		       CASE WHEN acl.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END)
+		FROM acl
+		WHERE acl.grantee <> (SELECT relowner FROM pg_catalog.pg_class WHERE oid = 'pgmq.meta'::regclass)
+		ORDER BY 1`)
+	grants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("store: install PGMQ: read the privileges on pgbus's pgmq.meta: %w; nothing was changed", err)
+	}
+	for _, g := range grants {
+		if _, err := tx.Exec(ctx, g); err != nil {
+			return fmt.Errorf("store: install PGMQ: grant again on PGMQ's pgmq.meta what roles had on pgbus's (%s): %w; nothing was changed: install PGMQ as the role that owns schema pgmq", g, err)
+		}
+	}
+	return nil
 }

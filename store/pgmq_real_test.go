@@ -305,3 +305,68 @@ func TestPriorityLevelsRefusedOverAQueuePGMQMade(t *testing.T) {
 		t.Fatalf("create orders with 3 levels after its drop: %v", err)
 	}
 }
+
+// metaACL lists the privileges on pgmq.meta and on its columns, each as
+// grantee, privilege and whether it may be granted on, in order.
+func metaACL(t *testing.T, s *store.Store) []string {
+	t.Helper()
+	rows, err := s.Pool().Query(testContext(t), `
+		SELECT format('%s %s grantable=%s', CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END, a.privilege_type, a.is_grantable)
+		FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = 'pgmq.meta'::regclass
+		UNION ALL
+		SELECT format('%s %s(%s) grantable=%s', CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END, a.privilege_type, att.attname, a.is_grantable)
+		FROM pg_attribute att, aclexplode(att.attacl) a WHERE att.attrelid = 'pgmq.meta'::regclass AND att.attnum > 0
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// PGMQ's script makes a new pgmq.meta in place of pgbus's: the privileges
+// other roles had on it carry over, and a role that could read the queues
+// before the install still can.
+func TestInstallPGMQKeepsGrantsOnMeta(t *testing.T) {
+	t.Parallel()
+	script := pgtest.PGMQScript(t)
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	s := pgtest.OpenStore(t, url)
+	if err := s.CreateQueue(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	reader, readerURL := pgtest.NewRole(t, url)
+	writer, _ := pgtest.NewRole(t, url)
+	auditor, _ := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+reader+"; GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+reader+
+		"; GRANT SELECT, INSERT ON pgmq.meta TO "+writer+" WITH GRANT OPTION; GRANT SELECT (queue_name) ON pgmq.meta TO "+auditor)
+	before := metaACL(t, s)
+	for _, want := range []string{reader + " SELECT grantable=f", writer + " INSERT grantable=t", auditor + " SELECT(queue_name) grantable=f"} {
+		if !slices.Contains(before, want) {
+			t.Fatalf("privileges on pgmq.meta before the install = %v, want %q among them", before, want)
+		}
+	}
+
+	if _, err := s.InstallPGMQ(ctx, script); err != nil {
+		t.Fatalf("install PGMQ after pgbus: %v", err)
+	}
+	after := metaACL(t, s)
+	for _, want := range before {
+		if !slices.Contains(after, want) {
+			t.Fatalf("privileges on pgmq.meta after the install = %v, want every one of before %v; %q is gone", after, before, want)
+		}
+	}
+
+	r := openStore(t, readerURL)
+	if _, err := r.CheckSchema(ctx); err != nil {
+		t.Fatalf("schema check as the reader after the install: %v", err)
+	}
+	queues, err := r.ListQueues(ctx)
+	if err != nil || len(queues) != 2 {
+		t.Fatalf("queues as the reader after the install = %+v, %v; want orders and its DLQ", queues, err)
+	}
+}

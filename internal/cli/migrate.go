@@ -76,7 +76,8 @@ make. To add PGMQ's functions to a database pgbus already uses, run its SQL
 script through --install-pgmq: run on its own, PGMQ's script stops at
 "relation "meta" already exists", as pgbus made pgmq.meta. --install-pgmq
 runs the script in one transaction, keeps the queues pgbus made (their
-tables already have PGMQ's shape) and lists them in PGMQ's pgmq.meta, then
+tables already have PGMQ's shape) and lists them in PGMQ's pgmq.meta,
+grants on it what roles had on pgbus's (a reader's SELECT, say), then
 migrates. Where PGMQ's functions are already installed it runs nothing.`,
 		Example: `  pgbus migrate
   pgbus migrate --json
