@@ -209,14 +209,11 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 		if err := checkPGMQSchema(ctx, tx); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `
-			CREATE SCHEMA IF NOT EXISTS pgbus;
-			CREATE TABLE IF NOT EXISTS pgbus.schema_migrations (
-				version    int PRIMARY KEY,
-				name       text NOT NULL,
-				applied_at timestamptz NOT NULL DEFAULT now()
-			)`); err != nil {
-			return fmt.Errorf("store: migrate: create pgbus.schema_migrations: %w", err)
+		// Without a record, nothing is applied: the first migration makes
+		// it (applyMigration), so that one that fails leaves nothing.
+		_, record, err := recordExists(ctx, tx)
+		if err != nil || !record {
+			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT version, name FROM pgbus.schema_migrations`)
 		if err != nil {
@@ -448,6 +445,9 @@ func turnTimeout(what string, seen *lockWait, err error) error {
 // waited for the lock, and reports whether it did.
 func (s *Store) applyMigration(ctx context.Context, m schema.Migration, again bool) (ran bool, err error) {
 	err = s.migrationTx(ctx, fmt.Sprintf("migration %d (%s)", m.Version, m.Name), func(tx pgx.Tx) error {
+		if err := makeRecord(ctx, tx); err != nil {
+			return err
+		}
 		var done bool
 		// Applied again (again), it runs whether or not it is recorded:
 		// two processes doing so both run the versions in order.
@@ -472,6 +472,47 @@ func (s *Store) applyMigration(ctx context.Context, m schema.Migration, again bo
 		return false, err
 	}
 	return ran, nil
+}
+
+// recordExists reports whether schema pgbus and its record of migrations,
+// pgbus.schema_migrations, exist, from the catalogs, which every role may
+// read.
+func recordExists(ctx context.Context, tx pgx.Tx) (hasSchema, record bool, err error) {
+	err = tx.QueryRow(ctx, `
+		SELECT n.oid IS NOT NULL, c.oid IS NOT NULL
+		FROM (SELECT 1) AS one
+		LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = 'pgbus'
+		LEFT JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'schema_migrations'`).Scan(&hasSchema, &record)
+	if err != nil {
+		return false, false, fmt.Errorf("store: migrate: look for pgbus.schema_migrations: %w", err)
+	}
+	return hasSchema, record, nil
+}
+
+// makeRecord makes schema pgbus and its record of migrations where they
+// are missing, in the transaction of the migration about to be applied:
+// one that fails rolls them back with it, and leaves no schema owned by a
+// role that could not migrate. Only what is missing is created, so that a
+// role owning a schema pgbus made for it needs no CREATE on the database.
+func makeRecord(ctx context.Context, tx pgx.Tx) error {
+	hasSchema, record, err := recordExists(ctx, tx)
+	if err != nil || record {
+		return err
+	}
+	if !hasSchema {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS pgbus`); err != nil {
+			return fmt.Errorf("store: migrate: create schema pgbus: %w; nothing was applied", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `
+		CREATE TABLE IF NOT EXISTS pgbus.schema_migrations (
+			version    int PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now()
+		)`); err != nil {
+		return fmt.Errorf("store: migrate: create pgbus.schema_migrations: %w; nothing was applied", err)
+	}
+	return nil
 }
 
 func (s *Store) hasPGMQExtension(ctx context.Context) (bool, error) {

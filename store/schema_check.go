@@ -255,8 +255,9 @@ func onStandby(ctx context.Context, tx pgx.Tx, e *kindError) error {
 
 // pgmqMigrated reports whether the record of migrations holds the first,
 // which makes PGMQ's tables, while they are still missing: a record
-// without it is a migration under way in another process (its record is
-// made before its first migration), or never finished; false too when the
+// without it is one an older pgbus made before its first migration, which
+// never finished (this one makes the record with the first migration);
+// false too when the
 // record cannot be read. One statement, one snapshot: the catalog read
 // before may predate that migration's commit, which this one then sees.
 func pgmqMigrated(ctx context.Context, tx pgx.Tx) bool {
