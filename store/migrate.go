@@ -130,10 +130,13 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		}
 		return s.repairDLQs(ctx, st)
 	}
-	if errors.Is(err, ErrPermission) || errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) || errors.Is(err, ErrPGMQMissing) || errors.Is(err, ErrShadowingSearchPath) {
-		// Migrating reads what this role may not: the check's error names
-		// the grants, where the first DDL would only be refused. And a
-		// newer schema is never migrated by an older pgbus, nor any under
+	if errors.Is(err, ErrPermission) && !errors.Is(err, ErrSchemaNewer) {
+		// Migrating reads what this role may not: the check names what it
+		// lacks, where the first DDL would only be refused.
+		return st, s.mayNotReadToMigrate(ctx, err)
+	}
+	if errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) || errors.Is(err, ErrPGMQMissing) || errors.Is(err, ErrShadowingSearchPath) {
+		// A newer schema is never migrated by an older pgbus, nor any under
 		// a search_path that puts other functions in place of
 		// PostgreSQL's.
 		return st, err
@@ -176,21 +179,79 @@ func (s *Store) mayNotMigrate(ctx context.Context, checked, err error) error {
 	return fmt.Errorf("%w, which the role %s may not do: %w; %s", checked, cmp.Or(s.User(), "<role>"), err, s.migrator(ctx))
 }
 
-// migrator says which role may migrate: the one that owns schema pgbus,
-// or, before there is one, the database's owner.
+// migrator says which role may migrate. Where schema pgmq is another
+// role's (PGMQ installed first by it) and this role lacks what migrating
+// needs there (USAGE and CREATE on the schema, and the rows of pgmq.meta,
+// which the migrations read and queues are listed in), the owner of
+// schema pgmq, or this role once it grants them. Else the one that owns
+// schema pgbus, or, before there is one, the database's owner; never this
+// role itself.
 func (s *Store) migrator(ctx context.Context) string {
-	var schemaOwner, dbOwner, db string
+	var me, pgbusOwner, pgmqOwner, dbOwner, db string
+	var pgmqLacks, hasMeta, dbCreate bool
 	err := s.reads.QueryRow(ctx, `
-		SELECT coalesce((SELECT quote_ident(pg_catalog.pg_get_userbyid(nspowner)) FROM pg_catalog.pg_namespace WHERE nspname = 'pgbus'), ''),
+		WITH pgmq AS (SELECT oid, nspowner FROM pg_catalog.pg_namespace WHERE nspname = 'pgmq'),
+		     meta AS (SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relnamespace = (SELECT oid FROM pgmq) AND c.relname = 'meta')
+		SELECT quote_ident(current_user),
+		       coalesce((SELECT quote_ident(pg_catalog.pg_get_userbyid(nspowner)) FROM pg_catalog.pg_namespace WHERE nspname = 'pgbus'), ''),
+		       coalesce((SELECT quote_ident(pg_catalog.pg_get_userbyid(nspowner)) FROM pgmq), ''),
+		       coalesce((SELECT NOT (has_schema_privilege(oid, 'USAGE') AND has_schema_privilege(oid, 'CREATE')) FROM pgmq), false)
+		       OR coalesce((SELECT NOT (has_table_privilege(oid, 'SELECT') AND has_table_privilege(oid, 'INSERT')
+		                                AND has_table_privilege(oid, 'UPDATE') AND has_table_privilege(oid, 'DELETE')) FROM meta), false),
+		       EXISTS (SELECT 1 FROM meta),
+		       has_database_privilege(current_database(), 'CREATE'),
 		       quote_ident(pg_catalog.pg_get_userbyid(datdba)), quote_ident(datname)
-		FROM pg_catalog.pg_database WHERE datname = current_database()`).Scan(&schemaOwner, &dbOwner, &db)
+		FROM pg_catalog.pg_database WHERE datname = current_database()`).
+		Scan(&me, &pgbusOwner, &pgmqOwner, &pgmqLacks, &hasMeta, &dbCreate, &dbOwner, &db)
 	switch {
 	case err != nil:
 		return "migrate as the role that owns the pgbus schemas, or the database's owner"
-	case schemaOwner != "":
-		return "migrate as the role that owns schema pgbus, " + schemaOwner
+	case pgmqLacks && (pgbusOwner == "" || pgbusOwner == me):
+		grants := "GRANT USAGE, CREATE ON SCHEMA pgmq TO " + me
+		if hasMeta {
+			grants += "; GRANT SELECT, INSERT, UPDATE, DELETE ON pgmq.meta TO " + me
+		}
+		advice := fmt.Sprintf("migrate as the role that owns schema pgmq, %s, or let %s migrate: as %s, %s", pgmqOwner, me, pgmqOwner, grants)
+		if pgbusOwner == "" && !dbCreate {
+			advice += fmt.Sprintf("; and as the database's owner, %s, GRANT CREATE ON DATABASE %s TO %s", dbOwner, db, me)
+		}
+		return advice
+	case pgbusOwner != "" && pgbusOwner != me:
+		return "migrate as the role that owns schema pgbus, " + pgbusOwner
+	case pgbusOwner == "" && !dbCreate:
+		return fmt.Sprintf("migrate as the database's owner, %s, or a role it grants CREATE ON DATABASE %s", dbOwner, db)
 	}
-	return fmt.Sprintf("migrate as the database's owner, %s, or a role it grants CREATE ON DATABASE %s", dbOwner, db)
+	return "migrate as a role that may do what the refusal names: the owner of what it names, or a superuser"
+}
+
+// mayNotReadToMigrate is err, the schema check's refusal to a role that
+// may not read what it reads, as Migrate gives it: where the role may read
+// the record of migrations and it says the schema is not current, the
+// role is to migrate it, and the grants that let a role read would not let
+// it, so the error says the schema is old, what the role lacks and who may
+// migrate. Where the schema is current, or the record out of reach, err
+// passes unchanged.
+func (s *Store) mayNotReadToMigrate(ctx context.Context, err error) error {
+	var access *accessError
+	if !errors.As(err, &access) {
+		return err
+	}
+	migrations, serr := schema.All()
+	if serr != nil {
+		return err
+	}
+	rows, _ := s.reads.Query(ctx, `SELECT version FROM pgbus.schema_migrations`)
+	versions, rerr := pgx.CollectRows(rows, pgx.RowTo[int])
+	if rerr != nil {
+		return err
+	}
+	version, newest := recordedVersion(versions)
+	if version >= len(migrations) || newest > len(migrations) {
+		return err
+	}
+	old := oldSchema(version, len(migrations))
+	return &kindError{kind: errors.Join(ErrSchemaOld, ErrPermission), msg: fmt.Sprintf("%s, which the role %s may not do: it lacks %s; %s",
+		old.msg, cmp.Or(s.User(), "<role>"), access.lacks, s.migrator(ctx))}
 }
 
 // migrate applies the migrations not applied yet, in order. A newer

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -49,5 +51,56 @@ func TestFailedFirstMigrationLeavesNothing(t *testing.T) {
 		SELECT count(*) FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
 		WHERE n.nspname = 'pgbus' AND (c.relowner <> n.nspowner OR n.nspowner <> (SELECT oid FROM pg_roles WHERE rolname = current_user))`); n != 0 {
 		t.Fatalf("%d relations of schema pgbus, or the schema, are owned by another role than the one that migrated", n)
+	}
+}
+
+// A role that may create schemas but has no privilege on schema pgmq,
+// which another role made, is told who may migrate: the owner of schema
+// pgmq, or itself once granted what it lacks there. The same advice comes
+// again on the next attempt, and where an older pgbus left an empty record
+// of migrations owned by it: it is migrating, and the grants that let a
+// role read would not let it.
+func TestMigrateWithoutPrivilegesOnPGMQNamesItsOwner(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url, role, roleURL := pgmqFirstByAnother(t)
+	owner := openStore(t, url)
+	var pgmqOwner string
+	if err := owner.Pool().QueryRow(ctx, `SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'pgmq'`).Scan(&pgmqOwner); err != nil {
+		t.Fatal(err)
+	}
+	grants := "GRANT USAGE, CREATE ON SCHEMA pgmq TO " + role + "; GRANT SELECT, INSERT, UPDATE, DELETE ON pgmq.meta TO " + role
+	advice := "; migrate as the role that owns schema pgmq, " + pgmqOwner + ", or let " + role + " migrate: as " + pgmqOwner + ", " + grants
+	s := openStore(t, roleURL)
+	check := func(what string, err error, kind error) {
+		t.Helper()
+		if !errors.Is(err, kind) || !store.IsPermissionDenied(err) || !strings.HasSuffix(err.Error(), advice) ||
+			strings.Contains(err.Error(), "owns schema pgbus, "+role) || strings.Contains(err.Error(), store.ReadGrants(role)) {
+			t.Fatalf("%s: %v; want %v, refused, ending in %q", what, err, kind, advice)
+		}
+	}
+	_, first := s.Migrate(ctx)
+	check("first migration", first, store.ErrSchemaMissing)
+	_, second := s.Migrate(ctx)
+	check("second migration", second, store.ErrSchemaMissing)
+	if first.Error() != second.Error() {
+		t.Fatalf("the second migration's error differs from the first's:\n first %v\nsecond %v", first, second)
+	}
+
+	// What an older pgbus left after the same failure.
+	pgtest.Exec(t, roleURL, "CREATE SCHEMA pgbus; CREATE TABLE pgbus.schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
+	_, err := s.Migrate(ctx)
+	check("migration over an empty record", err, store.ErrSchemaOld)
+	if !strings.Contains(err.Error(), "which the role "+role+" may not do: it lacks USAGE on schema pgmq") {
+		t.Fatalf("migration over an empty record: %v; want it to say what the role lacks", err)
+	}
+
+	// The advice, followed, lets the role migrate and make queues.
+	pgtest.Exec(t, url, grants)
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate as %s once granted %q: %v", role, grants, err)
+	}
+	if err := s.CreateQueue(ctx, "orders"); err != nil {
+		t.Fatalf("create a queue as %s once it migrated: %v", role, err)
 	}
 }

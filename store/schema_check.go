@@ -193,17 +193,8 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 		}
 		return st, fmt.Errorf("store: check schema: read applied versions: %w", err)
 	}
-	applied := make(map[int]bool, len(versions))
-	newest := 0
-	for _, v := range versions {
-		applied[v] = true
-		newest = max(newest, v)
-	}
-	// The version is the last of an unbroken run from 1: migrations apply in
-	// order, so a gap means one is missing whatever comes after it.
-	for applied[st.Version+1] {
-		st.Version++
-	}
+	var newest int
+	st.Version, newest = recordedVersion(versions)
 	if newest > need {
 		if st.Version < need {
 			return st, newerSchema(newest, need, st.Version+1)
@@ -211,12 +202,7 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 		st.Version = newest
 	}
 	if st.Version < need {
-		what := fmt.Sprintf("version %d", st.Version)
-		if st.Version == 0 {
-			what = "an empty pgbus.schema_migrations"
-		}
-		return st, onStandby(ctx, tx, &kindError{kind: ErrSchemaOld, msg: fmt.Sprintf(
-			"the database has pgbus schema %s, this pgbus needs %d; migrate it with a role that may create tables", what, need)})
+		return st, onStandby(ctx, tx, oldSchema(st.Version, need))
 	}
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'pgmq')`).Scan(&st.PGMQExtension); err != nil {
 		return st, fmt.Errorf("store: check for the pgmq extension: %w", err)
@@ -235,10 +221,47 @@ func newerSchema(newest, known, missing int) error {
 			"upgrade this pgbus to the version that migrated the database (or newer)", newest, known, missing)}
 }
 
+// recordedVersion is the schema version the record of migrations holds,
+// the versions given: the last of an unbroken run from 1 (migrations apply
+// in order, so a gap means one is missing whatever comes after it), and
+// the newest version recorded.
+func recordedVersion(versions []int) (version, newest int) {
+	applied := make(map[int]bool, len(versions))
+	for _, v := range versions {
+		applied[v] = true
+		newest = max(newest, v)
+	}
+	for applied[version+1] {
+		version++
+	}
+	return version, newest
+}
+
+// oldSchema is the error of a schema at version, older than need.
+func oldSchema(version, need int) *kindError {
+	what := fmt.Sprintf("version %d", version)
+	if version == 0 {
+		what = "an empty pgbus.schema_migrations"
+	}
+	return &kindError{kind: ErrSchemaOld, msg: fmt.Sprintf(
+		"the database has pgbus schema %s, this pgbus needs %d; migrate it with a role that may create tables", what, need)}
+}
+
+// accessError is the schema check's refusal to a role that may not read
+// what it reads: it lacks, in words ("USAGE on schema pgmq").
+type accessError struct {
+	role, lacks string
+}
+
+func (e *accessError) Error() string {
+	return fmt.Sprintf("the database role %s may not read the pgbus schema: it lacks %s; to let it read, run as the role that migrates and creates queues: %s",
+		pgx.Identifier{e.role}.Sanitize(), e.lacks, ReadGrants(e.role))
+}
+
+func (e *accessError) Unwrap() error { return ErrPermission }
+
 func noReadAccess(role, lacks string) error {
-	return &kindError{kind: ErrPermission, msg: fmt.Sprintf(
-		"the database role %s may not read the pgbus schema: it lacks %s; to let it read, run as the role that migrates and creates queues: %s",
-		pgx.Identifier{role}.Sanitize(), lacks, ReadGrants(role))}
+	return &accessError{role: role, lacks: lacks}
 }
 
 // onStandby is e, the schema check's error of a missing or old schema,
