@@ -51,7 +51,7 @@ func TestShowStatesAnAttemptThatLeftNoOutcome(t *testing.T) {
 		if !slices.Equal(m.UnrecordedAttempts, []int{1}) {
 			t.Errorf("full history %v: unrecorded attempts %v; want [1]", full, m.UnrecordedAttempts)
 		}
-		want := "attempt 1 left no outcome: its worker stopped or lost its connection after taking the message, before recording a result; it still counts toward max_retries"
+		want := "attempt 1 left no outcome: its worker stopped or lost its connection after taking the message, before recording a result, or another PGMQ client read it (pgmq.read, which counts as an attempt); it still counts toward max_retries"
 		if m.Unrecorded != want {
 			t.Errorf("full history %v: unrecorded %q; want %q", full, m.Unrecorded, want)
 		}
