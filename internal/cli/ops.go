@@ -213,13 +213,15 @@ func (a *app) setCarry(fs *pflag.FlagSet) {
 
 // relayFlags are the global flags the commands a server relays to an
 // operator carry (runner.MCPConfig.CommandFlags): the configuration file,
-// data directory and database URL it runs with, however it was given
-// them (an MCP client's configuration often sets them in the environment,
-// which the operator's shell lacks), so that a command copied as relayed
-// cannot reach another database. Paths are absolute, since the operator
-// runs them elsewhere; the URL is redacted as carry has it, its password
-// left for the operator to give. A setting from the configuration file
-// comes with the file.
+// data directory and database it runs with, however it was given them (an
+// MCP client's configuration often sets them in the environment, which
+// the operator's shell lacks), so that a command copied as relayed cannot
+// reach another database. Paths are absolute, since the operator runs
+// them elsewhere. The database is named without who connects
+// (redact.DatabaseAddress): the operator runs the command as their own
+// role, as a write a read-only server relays needs, and the agent is not
+// told the server's. A setting from the configuration file comes with the
+// file.
 func (a *app) relayFlags() string {
 	var out string
 	for _, s := range []struct{ name, value string }{{"config", a.configPath}, {"data-dir", a.dataDir}, {"database-url", a.databaseURL}} {
@@ -227,7 +229,7 @@ func (a *app) relayFlags() string {
 			continue
 		}
 		if s.name == "database-url" {
-			out += " --database-url " + vocab.ShellQuote(redact.DatabaseURL(s.value))
+			out += " --database-url " + vocab.ShellQuote(redact.DatabaseAddress(s.value))
 			continue
 		}
 		if abs, err := filepath.Abs(s.value); err == nil {

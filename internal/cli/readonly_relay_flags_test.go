@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pgbus/pgbus/internal/redact"
 	"github.com/pgbus/pgbus/internal/vocab"
 )
 
@@ -39,13 +40,13 @@ func TestServeRelaysItsConfigFile(t *testing.T) {
 	if !res.IsError || !ok {
 		t.Fatalf("pgbus_dlq_retry on a read-only server: %q; want a refusal naming the command\nserve's stderr: %s", toolText(res), stderr.String())
 	}
-	if want := "pgbus dlq retry-all --limit 2 --queue shop --config " + cfg + " --database-url " + vocab.ShellQuote(d.url); command != want {
+	if want := "pgbus dlq retry-all --limit 2 --queue shop --config " + cfg + " --database-url " + vocab.ShellQuote(redact.DatabaseAddress(d.url)); command != want {
 		t.Fatalf("relayed %q; want %q, with the server's configuration file as an absolute path", command, want)
 	}
 	// Run as relayed without its --database-url and with no DATABASE_URL,
 	// the file leads it to the server's database: it says what it would
 	// retry there.
-	out := pgbus(t, nil, strings.Fields(strings.TrimPrefix(strings.TrimSuffix(command, " --database-url "+vocab.ShellQuote(d.url)), "pgbus "))...)
+	out := pgbus(t, nil, strings.Fields(strings.TrimPrefix(strings.TrimSuffix(command, " --database-url "+vocab.ShellQuote(redact.DatabaseAddress(d.url))), "pgbus "))...)
 	if out.code != 2 || !strings.Contains(out.stderr+out.stdout, "without --yes") || !strings.Contains(out.stderr+out.stdout, "shop") {
 		t.Errorf("%s run as relayed: exit %d\nstdout: %s\nstderr: %s\nwant it to say what it would retry in shop's DLQ without --yes", command, out.code, out.stdout, out.stderr)
 	}
@@ -55,9 +56,12 @@ func TestServeRelaysItsConfigFile(t *testing.T) {
 }
 
 // A server whose database URL came from the environment, as an MCP
-// client's configuration sets it, relays commands that carry it, its
-// password redacted: the operator's shell lacks the variable, and a
-// command without it would run against the embedded default database.
+// client's configuration sets it, relays commands that carry the database
+// it names, without who connects: the operator's shell lacks the
+// variable, and a command without it would run against the embedded
+// default database; the operator runs it as their own role (a write a
+// read-only server relays is for a role that may write), and the agent
+// is not told the server's role or password.
 func TestServeRelaysItsDatabaseURL(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -66,7 +70,8 @@ func TestServeRelaysItsDatabaseURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.User = url.UserPassword(u.User.Username(), "s3cret-Passw0rd")
+	role := u.User.Username()
+	u.User = url.UserPassword(role, "s3cret-Passw0rd")
 	c, _, stderr := serveStdioEnv(t, "cli-test", []string{"DATABASE_URL=" + u.String()}, "--read-only", "--no-workers")
 	res := callToolRaw(t, c, "pgbus_dlq_discard", map[string]any{"queue": "shop", "limit": 2})
 	text := toolText(res)
@@ -74,10 +79,11 @@ func TestServeRelaysItsDatabaseURL(t *testing.T) {
 	if !res.IsError || !ok {
 		t.Fatalf("pgbus_dlq_discard on a read-only server: %q; want a refusal naming the command\nserve's stderr: %s", text, stderr.String())
 	}
-	if strings.Contains(text, "s3cret-Passw0rd") {
-		t.Fatalf("the refusal shows the database password: %q", text)
+	if strings.Contains(text, "s3cret-Passw0rd") || strings.Contains(text, role+"@") || strings.Contains(text, role+":") {
+		t.Fatalf("the refusal shows the server's role or password: %q", text)
 	}
-	if !strings.HasPrefix(command, "pgbus dlq discard --limit 2 --queue shop --database-url ") || !strings.Contains(command, "@"+u.Host) {
-		t.Fatalf("relayed %q; want the discard with the server's database URL", command)
+	u.User = nil
+	if want := "pgbus dlq discard --limit 2 --queue shop --database-url " + vocab.ShellQuote(u.String()); command != want {
+		t.Fatalf("relayed %q; want %q, the discard with the server's database and no role", command, want)
 	}
 }

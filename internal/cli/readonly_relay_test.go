@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/pgbus/pgbus/internal/redact"
+	"github.com/pgbus/pgbus/internal/vocab"
 )
 
 // A read-only server relays a write call as the command an operator can
@@ -20,6 +23,8 @@ func TestReadOnlyRelayConfirmsOnlyWhatTheCallConfirmed(t *testing.T) {
 	d.ok(t, "dlq", "discard", fmt.Sprint(dead[0]), fmt.Sprint(dead[1]), "--queue", "shop", "--yes")
 	c, _, stderr := serveStdio(t, "--read-only", "--no-workers", "--database-url", d.url)
 	before := d.snapshot(t)
+	// Each command names the server's database, for the operator's role.
+	database := " --database-url " + vocab.ShellQuote(redact.DatabaseAddress(d.url))
 
 	relayed := func(tool string, args map[string]any) string {
 		t.Helper()
@@ -28,6 +33,10 @@ func TestReadOnlyRelayConfirmsOnlyWhatTheCallConfirmed(t *testing.T) {
 		_, command, ok := strings.Cut(text, "an operator can run: ")
 		if !res.IsError || !ok {
 			t.Fatalf("%s(%v) on a read-only server: %q; want a refusal naming the command\nserve's stderr: %s", tool, args, text, stderr.String())
+		}
+		command, ok = strings.CutSuffix(command, database)
+		if !ok {
+			t.Fatalf("%s(%v) on a read-only server relays %q; want it to end with the server's database,%s", tool, args, command, database)
 		}
 		return command
 	}

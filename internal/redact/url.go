@@ -2,6 +2,7 @@ package redact
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -87,6 +88,36 @@ func DatabaseURL(raw string) string {
 	return out
 }
 
+// connector are the keys and parameters of a connection string that say
+// who connects, not where.
+var connector = map[string]bool{"user": true, "password": true}
+
+// DatabaseAddress is DatabaseURL without who connects: a URL's user and
+// password, and its user and password parameters (or keys, in a
+// keyword/value string), are left out. A copy reaches the same database
+// as whoever runs it, with their own role (PGUSER, PGPASSWORD, or a user
+// they add): a command relayed for another person to run. A URL that does
+// not parse is DatabaseURL's.
+func DatabaseAddress(raw string) string {
+	if isKeywordValue(raw) {
+		return keywordValueWithout(raw, connector)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return DatabaseURL(raw)
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		u.RawQuery = strings.Join(slices.DeleteFunc(params, func(p string) bool {
+			key, _, _ := strings.Cut(p, "=")
+			name, err := url.QueryUnescape(key)
+			return err == nil && connector[name]
+		}), "&")
+	}
+	return DatabaseURL(u.String())
+}
+
 // isKeywordValue tells a keyword/value connection string from a URL, as
 // pgx does: a URL starts with its scheme.
 func isKeywordValue(raw string) bool {
@@ -97,7 +128,11 @@ func isKeywordValue(raw string) bool {
 // key = value, the value bare or in single quotes (backslash escaping a
 // quote or a backslash), as libpq reads it. What does not read as a pair
 // is Marker, and so is the rest once a quote is left open.
-func keywordValue(raw string) string {
+func keywordValue(raw string) string { return keywordValueWithout(raw, nil) }
+
+// keywordValueWithout is keywordValue with the pairs of the keys in drop
+// left out.
+func keywordValueWithout(raw string, drop map[string]bool) string {
 	var out []string
 	rest := strings.TrimSpace(raw)
 	for rest != "" {
@@ -114,7 +149,9 @@ func keywordValue(raw string) string {
 		if !connSettings[key] {
 			value = Marker
 		}
-		out = append(out, key+"="+value)
+		if !drop[key] {
+			out = append(out, key+"="+value)
+		}
 		rest = strings.TrimLeft(after, " \t\n")
 	}
 	return strings.Join(out, " ")

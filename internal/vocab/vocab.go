@@ -118,7 +118,29 @@ func WithFlags(line, flags string) string {
 	if flags == "" || !strings.HasPrefix(line, "pgbus ") {
 		return line
 	}
+	// After --, a flag would be read as an argument.
+	if i := endOfOptions(line); i >= 0 {
+		return line[:i] + flags + line[i:]
+	}
 	return line + flags
+}
+
+// endOfOptions is the index of the " -- " that ends the options of line,
+// a command line as Command writes it, or -1: one inside a value
+// ShellQuote quoted is none.
+func endOfOptions(line string) int {
+	quoted := false
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] == '\'':
+			quoted = !quoted
+		case line[i] == '\\' && !quoted:
+			i++
+		case !quoted && strings.HasPrefix(line[i:], " -- "):
+			return i
+		}
+	}
+	return -1
 }
 
 // CallCommand renders a hint that repeats a call as it was made, as a

@@ -99,3 +99,21 @@ func TestCallCommand(t *testing.T) {
 		}
 	}
 }
+
+// Global flags go before the -- that ends a command's options, where they
+// are read as flags, and never into a quoted value.
+func TestWithFlagsBeforeEndOfOptions(t *testing.T) {
+	t.Parallel()
+	const flags = " --config /etc/pgbus.yaml"
+	for line, want := range map[string]string{
+		"pgbus dlq list --queue orders":                    "pgbus dlq list --queue orders" + flags,
+		"pgbus circuit reset -- -cb":                       "pgbus circuit reset" + flags + " -- -cb",
+		"pgbus dlq retry-all --text 'a -- b' --queue o":    "pgbus dlq retry-all --text 'a -- b' --queue o" + flags,
+		"pgbus circuit reset --why 'it'\\''s -- ok' -- -x": "pgbus circuit reset --why 'it'\\''s -- ok'" + flags + " -- -x",
+		"psql -c 'select 1'":                               "psql -c 'select 1'",
+	} {
+		if got := vocab.WithFlags(line, flags); got != want {
+			t.Errorf("WithFlags(%q) = %q; want %q", line, got, want)
+		}
+	}
+}
