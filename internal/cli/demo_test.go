@@ -257,8 +257,8 @@ func TestDemoStepsCarryTheConfigurationFile(t *testing.T) {
 		"  pgbus dlq list --queue demo_orders --config " + cfg + "\n",
 		"  pgbus work --queue demo_orders --handler demo --until-idle --config " + cfg + "\n",
 		"  pgbus dlq summary --config " + cfg + "\n",
-		"  pgbus serve --config " + cfg + "\n",
-		`"args":["serve","--config","` + cfg + `"]`,
+		"  pgbus serve --config " + cfg + " --no-workers\n",
+		`"args":["serve","--config","` + cfg + `","--no-workers"]`,
 	} {
 		if !strings.Contains(next, want) {
 			t.Errorf("the demo's next steps lack %q:\n%s", want, next)

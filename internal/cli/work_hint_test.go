@@ -72,7 +72,7 @@ func TestServeWorkHintNamesTheDemoHandler(t *testing.T) {
 	d.ok(t, "send", "demo_emails", `{"to": "ada@example.com"}`)
 	c, _, _ := serveStdio(t, "--database-url", d.url)
 	text := toolText(callTool(t, c, "pgbus_health", map[string]any{}))
-	if !strings.Contains(text, `"command":"pgbus work --queue demo_emails --handler demo"`) {
+	if !strings.Contains(text, `"command":"pgbus work --queue demo_emails --handler demo --database-url `) {
 		t.Errorf("pgbus_health does not name the demo handler:\n%s", text)
 	}
 }

@@ -39,12 +39,15 @@ type Where struct {
 func NextSteps(where Where, groups []ops.DeadGroup) (string, error) {
 	server := mcpServer{Command: "pgbus", Args: []string{"serve"}}
 	if where.Config != "" {
-		server.Args = append(server.Args, "--config", where.Config)
+		// The file's queues may have real handlers: the agent's server
+		// only serves, as it does without a file.
+		server.Args = append(server.Args, "--config", where.Config, "--no-workers")
 	}
-	setup := ""
+	setup, claudeEnv := "", ""
 	switch {
 	case where.External:
 		server.Env = map[string]string{"DATABASE_URL": "<the database URL of this run>"}
+		claudeEnv = " -e DATABASE_URL=" + vocab.ShellQuote("<the database URL of this run>")
 		if !where.URLCarried {
 			setup = "  (with DATABASE_URL set as for this run)\n"
 		}
@@ -69,10 +72,10 @@ Try next:
 Connect an AI agent (MCP) to investigate and repair these dead letters:
   pgbus serve%[6]s
       MCP over stdio; the agent's client starts it. For Claude Code:
-  claude mcp add pgbus -- pgbus serve%[6]s
+  claude mcp add pgbus%[8]s -- pgbus serve%[6]s
 %[3]s  Then ask: "Why are jobs dying in %[1]s? Retry the ones that can succeed now."
   (pgbus must be on PATH: go build -o pgbus . or go install.)
-`, Orders, handlers.ClassDemoUnavailable, mcp, sampleID(groups), setup, argsSuffix(server.Args[1:]), f), nil
+`, Orders, handlers.ClassDemoUnavailable, mcp, sampleID(groups), setup, argsSuffix(server.Args[1:]), f, claudeEnv), nil
 }
 
 // sampleID is a dead message of the orders queue to show, or "ID".

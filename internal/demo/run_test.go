@@ -59,7 +59,11 @@ func TestNextSteps(t *testing.T) {
 		want, lack []string
 	}{
 		{demo.Where{}, []string{"pgbus dlq show 42 --queue demo_orders", "claude mcp add pgbus -- pgbus serve\n"}, []string{"DATABASE_URL", "PGBUS_DATA_DIR"}},
-		{demo.Where{External: true}, []string{`"env":{"DATABASE_URL":"<the database URL of this run>"}`, "(with DATABASE_URL set as for this run)"}, []string{"--data-dir", `\u003c`}},
+		{demo.Where{External: true}, []string{`"env":{"DATABASE_URL":"<the database URL of this run>"}`, "(with DATABASE_URL set as for this run)",
+			"claude mcp add pgbus -e DATABASE_URL='<the database URL of this run>' -- pgbus serve\n"}, []string{"--data-dir", `\u003c`}},
+		// The file's queues may run real handlers: the agent's server runs none.
+		{demo.Where{Config: "/etc/pgbus.yaml"}, []string{"claude mcp add pgbus -- pgbus serve --config /etc/pgbus.yaml --no-workers\n",
+			`"args":["serve","--config","/etc/pgbus.yaml","--no-workers"]`}, []string{"DATABASE_URL"}},
 		{demo.Where{DataDir: "/tmp/my dir"}, []string{"export PGBUS_DATA_DIR='/tmp/my dir'", "pgbus serve --data-dir '/tmp/my dir'"}, []string{"DATABASE_URL"}},
 	} {
 		text, err := demo.NextSteps(c.where, groups)
