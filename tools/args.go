@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -108,6 +110,9 @@ func decodeArgs(req mcp.CallToolRequest, in any) error {
 	}
 	if raw[0] != '{' {
 		return fixf("arguments must be a JSON object such as {\"queue\": \"orders\"}%s", acceptedFields(in))
+	}
+	if err := sameArgumentTwice(raw); err != nil {
+		return err
 	}
 	if raw, err = wholeNumbers(raw, reflect.TypeOf(in).Elem()); err != nil {
 		return err
@@ -243,11 +248,33 @@ func fieldOf(t reflect.Type, name string) (reflect.StructField, bool) {
 			}
 			continue
 		}
-		if tag == name {
+		// As the decoder matches them: no two arguments' names differ
+		// only in case, so the first that folds to name is the one.
+		if tag == name || strings.EqualFold(tag, name) {
 			return f, true
 		}
 	}
 	return reflect.StructField{}, false
+}
+
+// sameArgumentTwice refuses arguments raw that give one argument under
+// two spellings differing in case (msg_id and MSG_ID): the decoder would
+// take one or the other by their order, which a rewrite of either may
+// change.
+func sameArgumentTwice(raw []byte) error {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(raw, &args) != nil {
+		return nil // the decoder says what is wrong
+	}
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(args)) {
+		folded := strings.ToLower(name)
+		if other, ok := seen[folded]; ok {
+			return fixf("arguments %q and %q name the same argument: give it once", other, name)
+		}
+		seen[folded] = name
+	}
+	return nil
 }
 
 // acceptedFields lists the arguments a tool takes, for messages.

@@ -48,3 +48,15 @@ func TestToolsEscapeCharactersThatHideText(t *testing.T) {
 		t.Errorf("the payload read back is %s; want its note as sent", shown.Payload)
 	}
 }
+
+// A read-only server's refusal quotes the call's values in the command it
+// relays: their hidden characters are escaped there too.
+func TestRefusalEscapesCharactersThatHideText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{ReadOnly: true})
+	q := newQueue(t, e.st)
+	text := e.callErr(t, "pgbus_dlq_retry", map[string]any{"queue": q, "text": "pay\u202eevil", "limit": 5}, "an operator can run")
+	if strings.ContainsRune(text, '\u202e') || !strings.Contains(text, `\u202e`) {
+		t.Errorf("the refusal holds the override as it is: %q", text)
+	}
+}

@@ -114,6 +114,7 @@ func refusal(tool string, h ops.Hint, r relay) *mcp.CallToolResult {
 		said += " (" + why + ")"
 	}
 	text, _ := ops.RedactText(tool + " is not available: this server is read-only, and nothing was changed. Tell the user; an operator can run: " + said)
+	text = escapeHidden(text)
 	return withErrorMeta(mcp.NewToolResultError(text), errorMeta{Kind: ops.KindReadOnly, Next: []nextCall{commandCall(command, refusedWhy(why))}})
 }
 

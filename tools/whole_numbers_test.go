@@ -103,3 +103,22 @@ func TestWholeNumbersAreIntegers(t *testing.T) {
 		t.Errorf("the DLQ holds %d after one retry, want 6", n)
 	}
 }
+
+// One argument given under two spellings that differ in case is refused,
+// naming both: the decoder would take the one written last, and which
+// that is must not depend on how a number was written. An argument in
+// capitals alone is the argument, its whole numbers taken as integers too.
+func TestArgumentSpelledTwiceRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	ids := pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
+	for _, first := range []string{fmt.Sprint(ids[0]), fmt.Sprintf("%d.0", ids[0])} {
+		e.callErr(t, "pgbus_dlq_show", json.RawMessage(fmt.Sprintf(`{"queue":%q,"msg_id":%s,"MSG_ID":%d}`, q, first, ids[1])),
+			`arguments "MSG_ID" and "msg_id" name the same argument: give it once`)
+	}
+	shown := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", json.RawMessage(fmt.Sprintf(`{"queue":%q,"MSG_ID":%d.0}`, q, ids[1])))
+	if shown.MsgID != ids[1] {
+		t.Errorf("MSG_ID %d.0 showed %d", ids[1], shown.MsgID)
+	}
+}
