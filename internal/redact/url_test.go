@@ -59,11 +59,11 @@ func TestDatabaseURL(t *testing.T) {
 func TestDatabaseAddress(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]string{
-		"postgres://reader:R3aderPw@db.internal:5433/app?sslmode=require":     "postgres://db.internal:5433/app?sslmode=require",
-		"postgresql://reader@db/app":                                          "postgresql://db/app",
+		"postgres://reader:R3aderPw@db.internal:5433/app?sslmode=require":      "postgres://db.internal:5433/app?sslmode=require",
+		"postgresql://reader@db/app":                                           "postgresql://db/app",
 		"postgres:///app?host=/run/pg&user=reader&password=pw&sslmode=disable": "postgres:///app?host=/run/pg&sslmode=disable",
-		"postgres://db/app?sslrootcert=/ca.pem&token=abc":                     "postgres://db/app?sslrootcert=/ca.pem&" + redact.Marker,
-		"host=db port=5432 user=reader password='p w' dbname=app":             "host=db port=5432 dbname=app",
+		"postgres://db/app?sslrootcert=/ca.pem&token=abc":                      "postgres://db/app?sslrootcert=/ca.pem&" + redact.Marker,
+		"host=db port=5432 user=reader password='p w' dbname=app":              "host=db port=5432 dbname=app",
 	} {
 		if got := redact.DatabaseAddress(raw); got != want {
 			t.Errorf("DatabaseAddress(%q) = %q; want %q", raw, got, want)
