@@ -134,7 +134,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	// The first page of this call's filters, all of them: with the queue
 	// alone it would count other groups.
 	again := hint(OpDLQSummary, "start again from the first page", req.Filter.hintArgs("by_field", req.ByField)...)
-	now, err := s.summaryCursorClock(ctx, req.Cursor)
+	now, err := s.pageClock(ctx, req.Cursor, s.store.SummaryCursorClock)
 	if err != nil {
 		return DLQSummary{}, explain(err, again)
 	}
@@ -233,18 +233,6 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		out.Next = append(out.Next, again)
 	}
 	return out, nil
-}
-
-// summaryCursorClock is cursorClock for a summary's cursor.
-func (s *Service) summaryCursorClock(ctx context.Context, cursor string) (time.Time, error) {
-	if cursor == "" {
-		return s.now(), nil
-	}
-	clock, err := s.store.SummaryCursorClock(ctx, cursor)
-	if err != nil || clock.IsZero() {
-		return s.now(), err
-	}
-	return clock, nil
 }
 
 // omittedHints are the next steps of a summary that left groups out (left,
@@ -423,10 +411,16 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 // on every page; otherwise now. A cursor not issued here, or changed, is
 // refused.
 func (s *Service) cursorClock(ctx context.Context, cursor string) (time.Time, error) {
+	return s.pageClock(ctx, cursor, s.store.DeadCursorClock)
+}
+
+// pageClock is cursorClock for a cursor that read reads: a list's, a
+// summary's.
+func (s *Service) pageClock(ctx context.Context, cursor string, read func(context.Context, string) (time.Time, error)) (time.Time, error) {
 	if cursor == "" {
 		return s.now(), nil
 	}
-	clock, err := s.store.DeadCursorClock(ctx, cursor)
+	clock, err := read(ctx, cursor)
 	if err != nil || clock.IsZero() {
 		return s.now(), err
 	}
