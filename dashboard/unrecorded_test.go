@@ -22,7 +22,7 @@ func TestMessagePageStatesAnAttemptThatLeftNoOutcome(t *testing.T) {
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	code, page, _ := b.get(fmt.Sprintf("/dlq/message?queue=%s&id=%d", q, id))
 	facts, _, _ := strings.Cut(pieceWith(page, "<dl", "<dt>Attempts</dt>"), "</dl>")
-	want := "attempt 1 left no outcome: its worker stopped or lost its connection after taking the message, before recording a result, or another PGMQ client read it (pgmq.read, which counts as an attempt); it still counts toward max_retries"
+	want := "attempt 1 left no outcome: its worker stopped or lost its connection after taking the message, or another PGMQ client read it (pgmq.read); it still counts toward max_retries"
 	if code != http.StatusOK || !strings.Contains(facts, "<dd>3, with max_retries 3</dd>") || !strings.Contains(facts, want) {
 		t.Fatalf("GET the message: %d; its facts:\n%s\nwant 3 attempts and %q", code, facts, want)
 	}

@@ -110,7 +110,7 @@ func liveUnrecorded(state string, reads int, enqueuedAt time.Time, history []sto
 // and then how many others.
 func unrecordedWords(attempts []int) string {
 	if len(attempts) == 1 {
-		return fmt.Sprintf("attempt %d left no outcome: its worker stopped or lost its connection after taking the message, before recording a result, or another PGMQ client read it (pgmq.read, which counts as an attempt); it still counts toward max_retries", attempts[0])
+		return fmt.Sprintf("attempt %d left no outcome: its worker stopped or lost its connection after taking the message, or another PGMQ client read it (pgmq.read); it still counts toward max_retries", attempts[0])
 	}
 	var spans []string
 	named := 0
@@ -136,5 +136,5 @@ func unrecordedWords(attempts []int) string {
 	if n := len(spans); n > 1 {
 		list = strings.Join(spans[:n-1], ", ") + " and " + spans[n-1]
 	}
-	return "attempts " + list + " left no outcome: their workers stopped or lost their connections after taking the message, before recording a result, or other PGMQ clients read it (pgmq.read, which counts as an attempt); they still count toward max_retries"
+	return "attempts " + list + " left no outcome: their workers stopped or lost their connections after taking the message, or other PGMQ clients read it (pgmq.read); they still count toward max_retries"
 }

@@ -21,8 +21,8 @@ func TestUnrecordedWords(t *testing.T) {
 		attempts []int
 		want     string
 	}{
-		{[]int{2}, "attempt 2 left no outcome: its worker stopped or lost its connection after taking the message, before recording a result, or another PGMQ client read it (pgmq.read, which counts as an attempt)"},
-		{[]int{1, 2}, "attempts 1 and 2 left no outcome: their workers stopped or lost their connections after taking the message, before recording a result, or other PGMQ clients read it (pgmq.read"},
+		{[]int{2}, "attempt 2 left no outcome: its worker stopped or lost its connection after taking the message, or another PGMQ client read it (pgmq.read)"},
+		{[]int{1, 2}, "attempts 1 and 2 left no outcome: their workers stopped or lost their connections after taking the message, or other PGMQ clients read it (pgmq.read)"},
 		{[]int{1, 2, 3, 5}, "attempts 1 to 3 and 5 left no outcome"},
 		{[]int{1, 3, 4, 5, 6, 9}, "attempts 1, 3 to 6 and 9 left no outcome"},
 		{many, "attempts 1, 3, 5, 7, 9, 11, 13, 15, 17 and 21 others left no outcome"},

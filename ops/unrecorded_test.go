@@ -51,7 +51,7 @@ func TestShowStatesAnAttemptThatLeftNoOutcome(t *testing.T) {
 		if !slices.Equal(m.UnrecordedAttempts, []int{1}) {
 			t.Errorf("full history %v: unrecorded attempts %v; want [1]", full, m.UnrecordedAttempts)
 		}
-		want := "attempt 1 left no outcome: its worker stopped or lost its connection after taking the message, before recording a result, or another PGMQ client read it (pgmq.read, which counts as an attempt); it still counts toward max_retries"
+		want := "attempt 1 left no outcome: its worker stopped or lost its connection after taking the message, or another PGMQ client read it (pgmq.read); it still counts toward max_retries"
 		if m.Unrecorded != want {
 			t.Errorf("full history %v: unrecorded %q; want %q", full, m.Unrecorded, want)
 		}
@@ -115,7 +115,7 @@ func TestShowOfAMessageWhoseEveryClaimWasLost(t *testing.T) {
 	if b := m.DeadLetter; b == nil || b.Attempts != 4 || b.MaxRetries != 3 || b.ErrorClass != "" || len(m.History) != 0 {
 		t.Fatalf("block %+v, history %v; want 4 reads of max_retries 3 and no failure", b, m.History)
 	}
-	want := "attempts 1 to 3 left no outcome: their workers stopped or lost their connections after taking the message, before recording a result; they still count toward max_retries (read 4, past max_retries, dead-lettered it without running it)"
+	want := "attempts 1 to 3 left no outcome: their workers stopped or lost their connections after taking the message, or other PGMQ clients read it (pgmq.read); they still count toward max_retries (read 4, past max_retries, dead-lettered it without running it)"
 	if !slices.Equal(m.UnrecordedAttempts, []int{1, 2, 3}) || m.Unrecorded != want {
 		t.Errorf("unrecorded %v %q; want [1 2 3] %q", m.UnrecordedAttempts, m.Unrecorded, want)
 	}
