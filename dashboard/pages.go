@@ -216,6 +216,8 @@ func (d deadData) Discarded() string {
 type groupsData struct {
 	deadData
 	Summary ops.DLQSummary
+	// Cursor is the page's, "" on the first page.
+	Cursor string
 }
 
 // GroupFilter is the filter that selects exactly a group's messages: its
@@ -235,14 +237,18 @@ func filterKind(shown string) string {
 }
 
 func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {
-	f := deadFilter(r.URL.Query())
-	sum, err := s.svc.DLQSummary(r.Context(), ops.DLQSummaryRequest{Filter: f, All: true})
+	q := r.URL.Query()
+	f := deadFilter(q)
+	// Every group the store returns at once, the largest first; past
+	// them, the next page's cursor.
+	sum, err := s.svc.DLQSummary(r.Context(), ops.DLQSummaryRequest{Filter: f, All: true, Cursor: q.Get("cursor")})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return
 	}
+	sum.Notes = ops.WordAsks(sum.Notes, sum.Asks, pageNote(""))
 	v.Title, v.Nav = ofQueue("Dead letters", f.Queue), "dlq"
-	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq"}, Summary: sum})
+	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq"}, Summary: sum, Cursor: q.Get("cursor")})
 }
 
 // listData is the list of dead messages'.
