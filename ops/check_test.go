@@ -181,3 +181,27 @@ func TestNewWithoutAStore(t *testing.T) {
 		t.Fatalf("New(nil) = %v; want ErrInvalid saying to open a store with store.Open", err)
 	}
 }
+
+// A time or deadline that cannot be read is quoted without a colon after
+// it: a value that reads as a secret's key ("token") followed by one took
+// the advice after it for its secret, and redaction hid the advice.
+func TestUnreadableTimesSurviveRedaction(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"token", "password", "api_key"} {
+		for name, err := range map[string]error{
+			"since":       ops.DeadFilter{Since: v}.Check(),
+			"until":       ops.DeadFilter{Until: v}.Check(),
+			"audit since": ops.AuditRequest{Since: v}.Check(),
+			"deadline":    func() error { _, _, err := ops.ParseDeadline(v); return err }(),
+		} {
+			if err == nil {
+				t.Errorf("%s %q was taken; want it refused", name, v)
+				continue
+			}
+			shown, n := ops.RedactText(err.Error())
+			if n != 0 || strings.Contains(shown, ops.Redacted) || !strings.Contains(shown, `"`+v+`"`) || !strings.Contains(shown, "give an RFC 3339 time") {
+				t.Errorf("%s %q, redacted: %s; want the value named and the advice whole", name, v, shown)
+			}
+		}
+	}
+}

@@ -199,8 +199,15 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	t, err := ParseTime(s, now)
-	if err != nil {
-		return time.Time{}, fieldf(name, "%q: %v", clip(s, 60), err)
+	var far outOfRange
+	switch {
+	case errors.Is(err, errNotTime):
+		return time.Time{}, fieldf(name, "%q is not a time: %v", clip(s, 60), err)
+	case errors.As(err, &far):
+		return time.Time{}, fieldf(name, "%q is out of range: %v", clip(s, 60), err)
+	case err != nil:
+		// An age out of its range, which names the value itself.
+		return time.Time{}, fieldf(name, "%v", err)
 	}
 	// PostgreSQL keeps microseconds, and a time sent to it loses the rest:
 	// a bound a fraction of a microsecond after a stored time would take
@@ -212,6 +219,13 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// errNotTime is ParseTime's error for a text that is no time at all.
+var errNotTime = errors.New("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
+
+// outOfRange is ParseTime's error for a time it read that lies outside
+// what a bound may be.
+type outOfRange struct{ error }
+
 // ParseTime reads a point in time in the one grammar every front end
 // takes: an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29,
 // midnight UTC), or an age meaning that long before now: a Go duration
@@ -221,7 +235,6 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 // would otherwise read as no bound at all.
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	errNotTime := errors.New("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
 	if len(s) > maxTimeText {
 		return time.Time{}, errNotTime
 	}
@@ -241,9 +254,9 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	}
 	switch {
 	case t.Before(time.Unix(0, 0)):
-		return time.Time{}, fmt.Errorf("%s is before 1970, before anything pgbus keeps could have happened; give a later time or leave the bound out", t.UTC().Format(time.RFC3339))
+		return time.Time{}, outOfRange{fmt.Errorf("%s is before 1970, before anything pgbus keeps could have happened; give a later time or leave the bound out", t.UTC().Format(time.RFC3339))}
 	case t.After(now.AddDate(1, 0, 0)):
-		return time.Time{}, fmt.Errorf("%s is more than a year ahead; give an earlier time or leave the bound out", t.UTC().Format(time.RFC3339))
+		return time.Time{}, outOfRange{fmt.Errorf("%s is more than a year ahead; give an earlier time or leave the bound out", t.UTC().Format(time.RFC3339))}
 	}
 	return t, nil
 }

@@ -96,7 +96,7 @@ share. With 1, the default, the workers run in this process.`,
 			names := strings.Split(workloads, ",")
 			for _, w := range names {
 				if !slices.Contains(bench.Workloads, w) {
-					return usageError{fmt.Errorf("--workload %q: use a comma list of %s", w, strings.Join(bench.Workloads, ", "))}
+					return usageError{fmt.Errorf("--workload %q is no workload: use a comma list of %s", w, strings.Join(bench.Workloads, ", "))}
 				}
 			}
 			if runs < 1 || runs > 100 {

@@ -31,7 +31,7 @@ func TestBadRequestsRefusedWithoutADatabase(t *testing.T) {
 		{"retry-all too slow for its limit", []string{"dlq", "retry-all", "--queue", "orders", "--limit", "100000", "--rate", "0.0167"}, "a paced retry may take 7 days at most"},
 		{"dlq list's limit", []string{"dlq", "list", "--limit", "101"}, "--limit 101 is out of range; give 1 to 100"},
 		{"audit's limit", []string{"audit", "--limit", "101"}, "--limit 101 is out of range; give 1 to 100"},
-		{"audit's since", []string{"audit", "--since", "yesterday"}, `--since "yesterday": give an RFC 3339 time`},
+		{"audit's since", []string{"audit", "--since", "yesterday"}, `--since "yesterday" is not a time: give an RFC 3339 time`},
 		{"audit's tool", []string{"audit", "--tool", "frobnicate"}, `--tool "frobnicate" is no operation the audit log records`},
 		{"messages' limit", []string{"queue", "messages", "orders", "--limit", "101"}, "--limit 101 is out of range; give 1 to 100"},
 		{"messages' state", []string{"queue", "messages", "orders", "--state", "dead"}, `state "dead" is unknown`},

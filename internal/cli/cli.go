@@ -522,7 +522,7 @@ func helpCommand() *cobra.Command {
 func helpOn(root *cobra.Command, path []string) error {
 	cmd, rest, err := root.Find(path)
 	if err != nil || len(rest) > 0 {
-		return usageError{fmt.Errorf("no help topic %q: see pgbus help for the commands and topics", strings.Join(path, " "))}
+		return usageError{fmt.Errorf("there is no help topic %q; see pgbus help for the commands and topics", strings.Join(path, " "))}
 	}
 	cmd.InitDefaultHelpFlag()
 	return cmd.Help()

@@ -47,7 +47,7 @@ verdict DEGRADED, its reason health_check_slow naming that session.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := strings.ToUpper(failOn)
 			if failOn != "" && level != ops.HealthDegraded && level != ops.HealthStalled {
-				return usageError{fmt.Errorf("--fail-on %q: give degraded or stalled, the verdict from which on the command fails", clip(failOn, 40))}
+				return usageError{fmt.Errorf("--fail-on %q is no verdict: give degraded or stalled, the verdict from which on the command fails", clip(failOn, 40))}
 			}
 			return run(a, cmd, noArgs((*ops.Service).HealthOrSlow), struct{}{}, a.printHealth, func(h ops.Health) error {
 				if failOn != "" && ops.HealthAtLeast(h.Status, level) {

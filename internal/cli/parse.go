@@ -29,7 +29,7 @@ func parseID(s string) (int64, error) {
 		if r := []rune(s); len(r) > 40 {
 			shown = string(r[:39]) + "…"
 		}
-		return 0, usageError{fmt.Errorf("message id %q: ids are positive whole numbers in decimal digits alone (no sign, leading zero, space or separator), as pgbus dlq list shows them", shown)}
+		return 0, usageError{fmt.Errorf("message id %q is not an id: ids are positive whole numbers in decimal digits alone (no sign, leading zero, space or separator), as pgbus dlq list shows them", shown)}
 	}
 	return id, nil
 }

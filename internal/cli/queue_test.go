@@ -256,7 +256,7 @@ func TestSend(t *testing.T) {
 	if days < 6.9 || days > 7.01 {
 		t.Fatalf("--deadline 7d is %.2f days ahead", days)
 	}
-	if msg := d.fails(t, 2, "send", "orders", "{}", "--deadline", "tomorrow"); !strings.Contains(msg, `--deadline "tomorrow": give an RFC 3339 time`) {
+	if msg := d.fails(t, 2, "send", "orders", "{}", "--deadline", "tomorrow"); !strings.Contains(msg, `--deadline "tomorrow" is not a time: give an RFC 3339 time`) {
 		t.Fatalf("--deadline tomorrow: %q", msg)
 	}
 	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool = 'send'`); n != 8 {
