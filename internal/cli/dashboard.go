@@ -104,7 +104,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 		return usageError{err}
 	}
 	var err error
-	if c.TrustedProxies, err = parseTrustedProxies(f.trustedProxies); err != nil {
+	if c.TrustedProxies, err = a.parseTrustedProxies(f.trustedProxies); err != nil {
 		return err
 	}
 	if err := ops.CheckSafeFields(c.SafeFields); err != nil {
@@ -179,8 +179,9 @@ func (a *app) resolveBasePath(fs *pflag.FlagSet, transport string, p *string) er
 }
 
 // parseTrustedProxies reads --trusted-proxies: IP addresses and CIDR
-// prefixes.
-func parseTrustedProxies(values []string) ([]netip.Prefix, error) {
+// prefixes. A bad one names where it came from, the flag or the
+// environment.
+func (a *app) parseTrustedProxies(values []string) ([]netip.Prefix, error) {
 	out := make([]netip.Prefix, 0, len(values))
 	for _, v := range values {
 		v = strings.TrimSpace(v)
@@ -190,7 +191,7 @@ func parseTrustedProxies(values []string) ([]netip.Prefix, error) {
 		}
 		addr, err := netip.ParseAddr(v)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--trusted-proxies %q: give IP addresses or CIDR prefixes such as 10.0.0.0/8 or fd00::/8, separated by commas", clip(v, 60))}
+			return nil, usageError{fmt.Errorf("--trusted-proxies%s: %q is not an IP address or CIDR prefix: give IP addresses or CIDR prefixes such as 10.0.0.0/8 or fd00::/8, separated by commas", a.from("trusted-proxies"), clip(v, 60))}
 		}
 		addr = addr.Unmap()
 		out = append(out, netip.PrefixFrom(addr, addr.BitLen()))

@@ -214,7 +214,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		return usageError{err}
 	}
 	var err error
-	if mcp.TrustedProxies, err = parseTrustedProxies(f.trustedProxies); err != nil {
+	if mcp.TrustedProxies, err = a.parseTrustedProxies(f.trustedProxies); err != nil {
 		return err
 	}
 	queues, err := a.serveQueues(f)

@@ -357,7 +357,7 @@ func TestServeUsageErrors(t *testing.T) {
 		"bad drain timeout":         {[]string{"serve", "--drain-timeout", "-1s"}, "drain timeout"},
 		"zero drain timeout":        {[]string{"serve", "--drain-timeout", "0s"}, "out of range 1ms..24h"},
 		"bad no-listen value":       {[]string{"serve", "--no-listen=maybe"}, "no-listen"},
-		"bad trusted proxy":         {[]string{"serve", "--transport", "http", "--trusted-proxies", "10.0.0.0/8,proxy.internal"}, `--trusted-proxies "proxy.internal": give IP addresses or CIDR prefixes`},
+		"bad trusted proxy":         {[]string{"serve", "--transport", "http", "--trusted-proxies", "10.0.0.0/8,proxy.internal"}, `--trusted-proxies: "proxy.internal" is not an IP address or CIDR prefix: give IP addresses or CIDR prefixes`},
 		"injected trusted proxy":    {[]string{"dashboard", "--trusted-proxies", "10.0.0.1'; DROP TABLE x"}, "--trusted-proxies"},
 		"bad proxy prefix":          {[]string{"dashboard", "--trusted-proxies", "10.0.0.0/99"}, "CIDR"},
 		"no sessions":               {[]string{"serve", "--transport", "http", "--max-sessions", "0"}, "--max-sessions 0: give 1 or more"},
@@ -645,4 +645,23 @@ func startRaw(t *testing.T, ctx context.Context, env []string, args ...string) (
 		t.Fatal(err)
 	}
 	return cmd, stdin, stdout, stderr
+}
+
+// A bad trusted proxy from the environment says where it came from, as
+// every other setting's bad value does: the command line has no
+// --trusted-proxies to correct.
+func TestTrustedProxiesFromTheEnvironmentNameIt(t *testing.T) {
+	t.Parallel()
+	env := []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_TRUSTED_PROXIES=notanip"}
+	for _, args := range [][]string{{"serve", "--transport", "http"}, {"dashboard"}} {
+		r := usageRun(t, env, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--trusted-proxies (from environment variable PGBUS_TRUSTED_PROXIES)") || !strings.Contains(r.stderr, `"notanip"`) || !strings.Contains(r.stderr, "give IP addresses or CIDR prefixes") {
+			t.Errorf("pgbus %s with PGBUS_TRUSTED_PROXIES=notanip: exit %d, stderr %q; want 2 naming the variable, the value and what to give", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	// Given on the command line, the flag is named alone.
+	r := usageRun(t, env[:1], "dashboard", "--trusted-proxies", "notanip")
+	if r.code != 2 || strings.Contains(r.stderr, "environment variable") || !strings.Contains(r.stderr, `--trusted-proxies: "notanip" is not`) {
+		t.Errorf("pgbus dashboard --trusted-proxies notanip: exit %d, stderr %q; want 2 naming the flag alone", r.code, r.stderr)
+	}
 }
