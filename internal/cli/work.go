@@ -309,7 +309,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	mon.Runs(client.ID())
-	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs})
+	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs, CommandFlags: a.carry})
 }
 
 // alertsReady checks, before anything starts, that the alerts a process

@@ -36,6 +36,9 @@ type Options struct {
 	// Observers are the workers' engine.Config.Observers: tracing, when
 	// it is on, follows the demo's jobs as any worker's.
 	Observers []engine.Observer
+	// CommandFlags are the global flags the commands its log names keep
+	// (runner.WaitIdle).
+	CommandFlags string
 }
 
 // Report is what a run of the demo did.
@@ -134,7 +137,7 @@ func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opt
 	done := make(chan error, 1)
 	go func() { done <- client.Run(runCtx) }()
 	waitCtx, cancelWait := context.WithTimeout(runCtx, opts.Timeout)
-	waitErr := runner.WaitIdle(waitCtx, svc, queues(), opts.Logger, func(stats []ops.QueueStats) {
+	waitErr := runner.WaitIdle(waitCtx, svc, queues(), opts.Logger, opts.CommandFlags, func(stats []ops.QueueStats) {
 		if opts.Progress != nil {
 			opts.Progress(max(total-pending(stats), 0), total)
 		}

@@ -161,13 +161,13 @@ func TestWaitIdle(t *testing.T) {
 	_, svc, q := setUp(t)
 	queues := []config.WorkQueue{q}
 	var seen int
-	if err := runner.WaitIdle(ctx, svc, queues, nil, func(s []ops.QueueStats) { seen = len(s) }); err != nil || seen != 1 {
+	if err := runner.WaitIdle(ctx, svc, queues, nil, "", func(s []ops.QueueStats) { seen = len(s) }); err != nil || seen != 1 {
 		t.Fatalf("WaitIdle on an empty queue: %v, saw %d", err, seen)
 	}
 	send(t, svc, q.Name, 1)
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if err := runner.WaitIdle(short, svc, queues, nil, nil); err != context.DeadlineExceeded {
+	if err := runner.WaitIdle(short, svc, queues, nil, "", nil); err != context.DeadlineExceeded {
 		t.Fatalf("WaitIdle on a busy queue: %v, want the context's deadline", err)
 	}
 }
@@ -187,7 +187,7 @@ func TestWaitIdleOnADroppedQueue(t *testing.T) {
 	looked := make(chan struct{})
 	var once sync.Once
 	go func() {
-		done <- runner.WaitIdle(bounded, svc, []config.WorkQueue{q}, log, func([]ops.QueueStats) { once.Do(func() { close(looked) }) })
+		done <- runner.WaitIdle(bounded, svc, []config.WorkQueue{q}, log, "", func([]ops.QueueStats) { once.Do(func() { close(looked) }) })
 	}()
 	// Dropped once WaitIdle has seen the queue busy, so that it is
 	// waiting for it, not finding it gone at its first look.
@@ -299,7 +299,7 @@ func TestWaitIdleOnSeveralQueues(t *testing.T) {
 	done := make(chan error, 1)
 	var looks atomic.Int32
 	go func() {
-		done <- runner.WaitIdle(bounded, svc, []config.WorkQueue{busy, empty, dropped}, log, func(all []ops.QueueStats) {
+		done <- runner.WaitIdle(bounded, svc, []config.WorkQueue{busy, empty, dropped}, log, "", func(all []ops.QueueStats) {
 			if looks.Add(1) == 1 && len(all) != 2 {
 				t.Errorf("first look saw %d queues' stats, want the 2 that exist", len(all))
 			}

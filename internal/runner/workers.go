@@ -23,6 +23,7 @@ import (
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/config"
 	"github.com/pgbus/pgbus/internal/startwait"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -168,6 +169,9 @@ type WorkOptions struct {
 	// happens, and a summary of the run when the workers stop.
 	Jobs         *JobLog
 	SummaryEvery time.Duration
+	// CommandFlags are the global flags the commands the log names keep
+	// (see WaitIdle).
+	CommandFlags string
 }
 
 // Work runs client on queues until ctx ends, opts.For passes or, with
@@ -191,7 +195,7 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 	var idle atomic.Bool
 	if opts.UntilIdle {
 		watcher.Go(func() {
-			if err := WaitIdle(runCtx, svc, queues, log, nil); err == nil {
+			if err := WaitIdle(runCtx, svc, queues, log, opts.CommandFlags, nil); err == nil {
 				idle.Store(true)
 				log.Info("pgbus work: no work left, every queue empty or paused; stopping (--until-idle)")
 				stop()
@@ -309,8 +313,10 @@ func Background(ctx context.Context, st *store.Store, svc *ops.Service, queues [
 // once nothing of it runs: what waits in it waits for a resume, not for
 // these workers, and is logged once. So does a queue dropped meanwhile:
 // nothing of it is left to wait for. progress, when set, is called with
-// the stats at each look.
-func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, progress func([]ops.QueueStats)) error {
+// the stats at each look. flags are the global flags the command that
+// resumes a paused queue keeps in the log, as the command line gave them
+// (" --config pgbus.yaml"): without them it would name another database.
+func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger, flags string, progress func([]ops.QueueStats)) error {
 	log = orDiscard(log)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
@@ -324,8 +330,9 @@ func WaitIdle(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, 
 		for _, s := range all {
 			if s.Paused && s.Depth > 0 && !told[s.Queue] {
 				told[s.Queue] = true
-				log.Warn("pgbus: queue is paused: its messages wait until it is resumed (pgbus queue resume), and idle does not wait for them",
-					"queue", s.Queue, "messages", s.Depth)
+				resume := vocab.WithFlags(vocab.Command(ops.Hint{Op: ops.OpQueueResume, Args: map[string]any{"queue": s.Queue}}), flags)
+				log.Warn("pgbus: queue is paused: its messages wait until it is resumed, and idle does not wait for them",
+					"queue", s.Queue, "messages", s.Depth, "next", resume)
 			}
 		}
 		if progress != nil {
