@@ -66,7 +66,7 @@ func errorWithHints(err error) string {
 		msg = oe.Msg
 	}
 	if next := ops.NextSteps(err); len(next) > 0 {
-		return msg + "; " + resourceCalls(next)
+		return msg + "; " + resourceCalls(next, "")
 	}
 	return msg
 }

@@ -43,3 +43,27 @@ func TestReadErrorNamesTheStepsItIsGiven(t *testing.T) {
 		t.Errorf("readErrorText of an error with no next step = %q, want it to end %q", got, want)
 	}
 }
+
+// A next step that is a resource reads as one ("; read pgbus://queues"),
+// not as a thing to see ("see read pgbus://queues"); a tool's stays a call
+// to see.
+func TestReadErrorWordsResourceSteps(t *testing.T) {
+	const uri = "pgbus://queues/orders/stats"
+	list := ops.Hint{Op: ops.OpQueueStats}
+	health := ops.Hint{Op: ops.OpHealth}
+	for _, c := range []struct {
+		hints []ops.Hint
+		want  string
+	}{
+		{[]ops.Hint{list}, `queue "orders" does not exist; read pgbus://queues`},
+		{[]ops.Hint{health}, `queue "orders" does not exist; see pgbus_health`},
+		{[]ops.Hint{list, health}, `queue "orders" does not exist; read pgbus://queues or see pgbus_health`},
+		{[]ops.Hint{health, list, health}, `queue "orders" does not exist; see pgbus_health or read pgbus://queues or see pgbus_health`},
+		{[]ops.Hint{health, health}, `queue "orders" does not exist; see pgbus_health or pgbus_health`},
+	} {
+		err := &ops.Error{Msg: `queue "orders" does not exist`, Err: ops.ErrNotFound, Hints: c.hints}
+		if got := readErrorText(uri, err); !strings.HasSuffix(got, c.want) {
+			t.Errorf("readErrorText with hints %v = %q, want it to end %q", c.hints, got, c.want)
+		}
+	}
+}

@@ -280,7 +280,7 @@ func readErrorText(uri string, err error) string {
 	}
 	then := "try again later"
 	if next := ops.NextSteps(err); len(next) > 0 {
-		then = "check " + resourceCalls(next) + " and try again later"
+		then = resourceCalls(next, "check") + " and try again later"
 	}
 	return fmt.Sprintf("resource %s: pgbus could not read it (%v); this is a server-side problem, not a bad URI: %s", shownURI(uri), err, then)
 }
@@ -291,19 +291,26 @@ func resourceHints(hints []ops.Hint) string {
 	if len(hints) == 0 {
 		return ""
 	}
-	return "; see " + resourceCalls(hints)
+	return "; " + resourceCalls(hints, "see")
 }
 
-// resourceCalls names hints as resources to read or tools to call, one or
-// another.
-func resourceCalls(hints []ops.Hint) string {
+// resourceCalls names hints as resources to read ("read pgbus://queues")
+// or tools to call, one or another; verb goes before a tool that follows
+// no other tool ("see pgbus_health or pgbus_dlq_list {...}"; none when
+// verb is empty).
+func resourceCalls(hints []ops.Hint, verb string) string {
 	out := make([]string, len(hints))
+	afterTool := false
 	for i, h := range hints {
 		if h.Op == ops.OpQueueStats && len(h.Args) == 0 {
-			out[i] = "read " + URIQueues
+			out[i], afterTool = "read "+URIQueues, false
 			continue
 		}
 		out[i] = vocab.ToolCall(h)
+		if verb != "" && !afterTool {
+			out[i] = verb + " " + out[i]
+		}
+		afterTool = true
 	}
 	return strings.Join(out, " or ")
 }
