@@ -28,6 +28,11 @@ func TestWordedCommandsKeepTheGlobalFlags(t *testing.T) {
 		{[]string{"queues", "--database-url", d.url}, 0, []string{"pgbus queue create NAME --database-url ", "pgbus demo --database-url "}},
 		{[]string{"workers", "--database-url", d.url}, 0, []string{"start one with pgbus work --database-url "}},
 		{[]string{"dlq", "ls", "--database-url", d.url}, 2, []string{"that is pgbus dlq list --database-url "}},
+		// Given after a flag the group does not take, where its parse
+		// stopped, they are kept all the same.
+		{[]string{"queue", "list", "--json", "--config", cfg}, 2, []string{"that is pgbus queues" + withConfig}},
+		{[]string{"dlq", "ls", "--queue", "orders", "--limit", "5", "--database-url", d.url}, 2, []string{"that is pgbus dlq list --database-url "}},
+		{[]string{"--config", cfg, "queue", "list", "--json", "--data-dir", "/srv/pgbus data"}, 2, []string{"that is pgbus queues" + withConfig + " --data-dir '/srv/pgbus data'"}},
 	} {
 		r := pgbus(t, nil, c.args...)
 		if r.code != c.code {

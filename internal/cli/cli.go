@@ -441,7 +441,7 @@ Quick start: pgbus demo`,
 		if args := cmd.Flags().Args(); cmd.HasSubCommands() && len(args) > 0 {
 			// pgbus dlq bogus --json: the flag is a subcommand's, and
 			// the mistake is the subcommand's name.
-			a.setCarry(cmd.Flags()) // as far as they were read: setup did not run
+			a.setCarryPastFailure(cmd.Flags()) // setup did not run
 			return a.unknownSubcommand(cmd, args[0])
 		}
 		if idErr := negativeIDError(cmd, err); idErr != nil {

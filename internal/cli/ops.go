@@ -199,10 +199,50 @@ var carriedFlags = []struct {
 // setCarry settles the flags next steps carry (carried), from those fs
 // was given.
 func (a *app) setCarry(fs *pflag.FlagSet) {
+	a.carryFrom(func(name string) (string, bool) {
+		if fl := fs.Lookup(name); fl != nil && fl.Changed {
+			return fl.Value.String(), true
+		}
+		return "", false
+	})
+}
+
+// setCarryPastFailure is setCarry for fs, whose parse of the command line
+// stopped at a flag it could not take: the carried flags given after that
+// one, which the parse never read, are read from the command line again,
+// skipping what it cannot take. That read takes each of fs's flags as it
+// takes a value or not, so that a value is never read as a flag.
+func (a *app) setCarryPastFailure(fs *pflag.FlagSet) {
+	again := pflag.NewFlagSet("carried", pflag.ContinueOnError)
+	again.ParseErrorsWhitelist.UnknownFlags = true
+	again.SetOutput(io.Discard)
+	again.Usage = func() {}
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if fl.Value.Type() == "bool" || fl.NoOptDefVal != "" {
+			again.BoolP(fl.Name, fl.Shorthand, false, "")
+		} else {
+			again.StringP(fl.Name, fl.Shorthand, "", "")
+		}
+	})
+	_ = again.Parse(a.args) // what it read up to a failure serves
+	a.carryFrom(func(name string) (string, bool) {
+		if fl := fs.Lookup(name); fl != nil && fl.Changed {
+			return fl.Value.String(), true
+		}
+		if fl := again.Lookup(name); fl != nil && fl.Changed {
+			return fl.Value.String(), true
+		}
+		return "", false
+	})
+}
+
+// carryFrom settles the carried flags from given, which returns a flag's
+// value when the command line gave it.
+func (a *app) carryFrom(given func(name string) (string, bool)) {
 	a.carry, a.carryURL = "", ""
 	for _, f := range carriedFlags {
-		if fl := fs.Lookup(f.name); fl != nil && fl.Changed {
-			flag := " --" + f.name + " " + f.show(fl.Value.String())
+		if v, ok := given(f.name); ok {
+			flag := " --" + f.name + " " + f.show(v)
 			if f.name == "database-url" {
 				a.carryURL = flag
 			}
