@@ -56,7 +56,7 @@ func TestHealthAndWorkers(t *testing.T) {
 			t.Fatalf("health --fail-on %s when STALLED: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", c.level, r.code, c.code, r.stdout, r.stderr)
 		}
 	}
-	if msg := d.fails(t, 2, "health", "--fail-on", "ok"); !strings.Contains(msg, `--fail-on "ok": give degraded or stalled`) {
+	if msg := d.fails(t, 2, "health", "--fail-on", "ok"); !strings.Contains(msg, `--fail-on "ok" is no verdict: give degraded or stalled`) {
 		t.Fatalf("health --fail-on ok: %q", msg)
 	}
 	table := d.ok(t, "health")
