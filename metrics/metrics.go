@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/buildinfo"
+	"github.com/pgbus/pgbus/internal/hiddenchar"
 	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -186,14 +187,23 @@ func (m *Metrics) JobStarted(ctx context.Context, _ *engine.Job) context.Context
 // and, when the handler ran, how long it took and waited.
 func (m *Metrics) JobFinished(_ context.Context, job *engine.Job, f engine.Finish) {
 	queue := cmp.Or(job.WorkQueue, job.Queue) // a priority level counts as its queue, as in the stats
-	m.kinds.with(job.Kind, func(kind string) { m.finished.WithLabelValues(queue, kind, f.Outcome, f.Reason).Inc() })
+	m.kinds.with(labelText(job.Kind), func(kind string) { m.finished.WithLabelValues(queue, kind, f.Outcome, f.Reason).Inc() })
 	if f.Err != nil && f.Outcome != engine.OutcomeSnoozed {
-		m.classes.with(f.ErrorClass, func(class string) { m.failures.WithLabelValues(queue, f.Outcome, class).Inc() })
+		m.classes.with(labelText(f.ErrorClass), func(class string) { m.failures.WithLabelValues(queue, f.Outcome, class).Inc() })
 	}
 	if f.Ran {
 		m.duration.WithLabelValues(queue).Observe(f.Elapsed.Seconds())
 		m.latency.WithLabelValues(queue).Observe(f.Latency.Seconds())
 	}
+}
+
+// labelText is a kind or an error class as a label value: another
+// producer writes kinds, and a handler its error classes, so a secret in
+// one is redacted, as the log redacts it, and the characters a terminal
+// acts on or that reorder text are escaped, for whoever reads /metrics.
+func labelText(s string) string {
+	s, _ = ops.RedactText(s)
+	return hiddenchar.Escape(s)
 }
 
 // BreakerChanged implements engine.BreakerObserver.

@@ -713,3 +713,36 @@ func TestEstimatedCountsFlagged(t *testing.T) {
 		}
 	}
 }
+
+// A kind or an error class holding a secret, or characters a terminal
+// acts on or that reorder text, is scraped redacted and escaped, as the
+// log shows it: kinds are written by any producer, classes by handlers.
+func TestLabelValuesRedactedAndEscaped(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	const secret = "hunter2secret"
+	kind := "job password=" + secret + " \x1b[31mred\u202e"
+	err := classed{"auth token=" + secret + "x\u202e"}
+	m.JobFinished(context.Background(), &engine.Job{Queue: "q", Kind: kind}, engine.Finish{Outcome: engine.OutcomeDeadLettered,
+		Reason: store.ReasonNonRetryable, Err: err, ErrorClass: err.ErrorClass(), Ran: true})
+	resp, gerr := http.Get(serve(t, metrics.Mux(reg, nil, metrics.ProbeOptions{})) + metrics.PathMetrics)
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	defer resp.Body.Close()
+	body, rerr := io.ReadAll(resp.Body)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	text := string(body)
+	if strings.Contains(text, secret) || strings.ContainsAny(text, "\x1b\u202e") {
+		t.Fatalf("/metrics shows a secret or a hidden character:\n%s", text)
+	}
+	for _, want := range []string{`kind="job password=` + ops.Redacted, `\\u001b[31mred\\u202e"`, `error_class="auth token=` + ops.Redacted} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s:\n%s", want, text)
+		}
+	}
+}

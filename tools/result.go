@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -75,20 +74,7 @@ func JSONText(v any) (string, error) {
 // escapeHidden is s with each hidden character (hiddenchar.Is) written as
 // a \u escape, which JSON reads as the character: in JSON text, they can
 // only stand in strings.
-func escapeHidden(s string) string {
-	if !strings.ContainsFunc(s, hiddenchar.Is) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if hiddenchar.Is(r) {
-			fmt.Fprintf(&b, `\u%04x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func escapeHidden(s string) string { return hiddenchar.Escape(s) }
 
 // errorResult answers err as a tool error. Errors the caller can fix (bad
 // arguments, unknown queues or messages) pass their message, which says
