@@ -203,6 +203,13 @@ func command(h ops.Hint, asCalled bool) string {
 			continue
 		}
 		for _, w := range words(h.Args[k]) {
+			if strings.HasPrefix(strings.TrimPrefix(w, "'"), "-") {
+				// A value that starts with a dash (--text --yes) reads
+				// as a flag of its own to a person, though the flag
+				// takes it: joined to its flag, it is seen for a value.
+				parts = append(parts, flag+"="+w)
+				continue
+			}
 			parts = append(parts, flag, w)
 		}
 	}

@@ -117,3 +117,14 @@ func TestWithFlagsBeforeEndOfOptions(t *testing.T) {
 		}
 	}
 }
+
+// A flag's value that starts with a dash is joined to its flag, so that a
+// person reading the command does not take it for a flag of its own
+// (--text --yes looked confirmed); the CLI reads both forms alike.
+func TestDashedValueJoinedToItsFlag(t *testing.T) {
+	t.Parallel()
+	got := vocab.Command(ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "text": "--yes", "limit": 5}})
+	if want := "pgbus dlq retry-all --limit 5 --queue orders --text=--yes --yes"; got != want {
+		t.Errorf("command = %q; want %q", got, want)
+	}
+}
