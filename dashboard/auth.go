@@ -123,15 +123,17 @@ func (s *server) readSession(r *http.Request) (session, bool) {
 }
 
 // LoggedIn reports whether r comes from a logged-in browser (a session
-// that logged in) or a script (a bearer token, checked when the request
-// is handled), or needs no login (no token is set). A server in front
-// bounds the body of any other request: it could only be refused.
+// that logged in) or a script (the right bearer token, compared in
+// constant time but not counted toward the throttle of wrong tokens:
+// the server in front checks and counts a bearer token itself before it
+// asks), or needs no login (no token is set). A server in front bounds
+// the body of any other request: it could only be refused.
 func (s *server) LoggedIn(r *http.Request) bool {
 	if s.cfg.AuthToken == "" {
 		return true
 	}
-	if _, sent := bearerToken(r); sent {
-		return true
+	if token, sent := bearerToken(r); sent {
+		return s.tokenOK(token)
 	}
 	sess, ok := s.readSession(r)
 	return ok && sess.authed

@@ -32,10 +32,16 @@ import (
 //   - an Origin header that is present and not allowed: 403;
 //   - a missing or wrong bearer token, when a token is configured: 401 with
 //     WWW-Authenticate: Bearer (but on the probe paths, /livez and /readyz);
+//     on the dashboard's paths, where a browser logs in instead, a wrong
+//     bearer token when one is sent;
 //   - any token, unchecked, from a client that sent tokenMaxFailures wrong
 //     ones within tokenWindow: 429 with Retry-After, until the oldest
 //     leaves the window;
-//   - a body over the size limit: 413;
+//   - a body over the size limit: 413 (anonymousMaxBody for a request
+//     that is not authenticated, when a token is configured);
+//   - a body that finds no room among those read at once: 503 with
+//     Retry-After (requests that are not authenticated find theirs in a
+//     share of the room, so that they cannot take all of it);
 //   - a body that does not arrive within the body timeout: 408, and the
 //     connection is closed.
 type Security struct {
@@ -128,7 +134,7 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 		loopback:     IsLoopbackHost(host),
 		maxBody:      cfg.MaxBodyBytes,
 		bodyTimeout:  cfg.bodyReadTimeout,
-		bodies:       bodyBudget{left: bodiesAtOnce * cfg.MaxBodyBytes},
+		bodies:       newBodyBudget(bodiesAtOnce * cfg.MaxBodyBytes),
 		log:          cfg.Logger,
 		trusted:      cfg.TrustedProxies,
 		guesses:      throttle.New(tokenMaxFailures, tokenWindow, tokenMaxClients),
@@ -189,7 +195,9 @@ func (s *Security) Wrap(next http.Handler) http.Handler { return s.wrap(next, tr
 // wrap returns next behind the checks; the bearer token is checked only
 // when bearer is set (a browser page authenticates on its own, and says
 // through loggedIn, when not nil, whether a request is of a logged-in
-// browser or script).
+// browser). With loggedIn, a bearer token a request sends is checked
+// here all the same, before its body is read: a request is anonymous
+// unless its token or its login was verified.
 func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if hasBody(r) {
@@ -205,13 +213,31 @@ func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Requ
 			s.refuse(w, r, http.StatusForbidden, originRefusal(origin))
 			return
 		}
-		if s.hasToken && bearer && !s.open[r.URL.Path] && !s.authenticated(w, r) {
-			return
+		anonymous := false
+		if s.hasToken {
+			switch {
+			case bearer && !s.open[r.URL.Path]:
+				if !s.authenticated(w, r) {
+					return
+				}
+			case bearer:
+				// A probe needs no token, and takes no body that counts.
+				anonymous = true
+			case loggedIn != nil && bearerSent(r):
+				// A script's token on a page is checked here, before its
+				// body is read, and a wrong one counted, as at /mcp: an
+				// unchecked token would buy a stranger the room of a
+				// logged-in request.
+				if !s.authenticated(w, r) {
+					return
+				}
+			case loggedIn != nil:
+				// A page's form needs a login: the body of a request that
+				// has none is refused once it came in, and a stranger's
+				// bodies would hold the room of those that count.
+				anonymous = !loggedIn(r)
+			}
 		}
-		// A page's form needs a login: the body of a request that has
-		// none is refused once it came in, and a stranger's bodies
-		// would hold the room of those that count.
-		anonymous := s.hasToken && !bearer && loggedIn != nil && !loggedIn(r)
 		release, ok := s.readBody(w, r, anonymous)
 		if !ok {
 			return
@@ -227,7 +253,9 @@ func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Requ
 // request (see wrap) may send anonymousMaxBody bytes at most, and one
 // whose body finds no room in the budget is refused with 503. It reports
 // whether the request may go on, and then release gives the body's room
-// back once the request was handled.
+// back once the request was handled. Anonymous bodies take their room
+// from a share of the budget (anonymousShare), past which they get 503
+// while authenticated requests still find theirs.
 //
 // The read deadline set by Wrap stays in place unless the whole body came
 // in: net/http drains what is left of a body after the handler returns,
@@ -251,12 +279,16 @@ func (s *Security) readBody(w http.ResponseWriter, r *http.Request, anonymous bo
 	if r.ContentLength >= 0 {
 		held = r.ContentLength
 	}
-	if !s.bodies.take(held) {
+	if room := s.bodies.take(held, anonymous); room != roomTaken {
 		w.Header().Set("Retry-After", "1")
-		s.refuse(w, r, http.StatusServiceUnavailable, fmt.Sprintf("the server holds as many request bodies as it reads at once (%d MB); send the request again in a moment", bodiesAtOnce*s.maxBody>>20))
+		msg := fmt.Sprintf("the server holds as many request bodies as it reads at once (%s); send the request again in a moment", byteSize(bodiesAtOnce*s.maxBody))
+		if room == roomAnonymousFull {
+			msg = fmt.Sprintf("the server holds as many request bodies of requests that are not logged in as it reads at once (%s, the share of its room for bodies they may hold); log in, or send the request again in a moment", byteSize(bodiesAtOnce*s.maxBody/anonymousShare))
+		}
+		s.refuse(w, r, http.StatusServiceUnavailable, msg)
 		return nil, false
 	}
-	release = func() { s.bodies.give(held) }
+	release = func() { s.bodies.give(held, anonymous) }
 	body, err := io.ReadAll(io.LimitReader(r.Body, held+1))
 	var netErr net.Error
 	switch {
@@ -294,36 +326,85 @@ func tooLarge(size, limit int64, anonymous bool) string {
 }
 
 // Bounds of the request bodies held in memory: at most bodiesAtOnce
-// bodies of the largest size accepted, together, and anonymousMaxBody
-// bytes for a dashboard request without a login when a token is set.
+// bodies of the largest size accepted, together; when a token is set,
+// anonymousMaxBody bytes for a request that is not authenticated (a
+// dashboard request without a login, a probe), and of the room for all
+// bodies, such requests hold one anonymousShare-th at most, so that
+// strangers cannot take the room of authenticated requests.
 const (
 	bodiesAtOnce     = 16
 	anonymousMaxBody = 64 << 10
+	anonymousShare   = 4
 )
 
 // bodyBudget is the room left for request bodies in memory: a request
 // takes its share before its body is read, and gives it back once it was
 // handled, so that slow or large bodies sent at once cannot fill the
-// memory.
+// memory. Bodies of anonymous requests take theirs from a pool of their
+// own within it too.
 type bodyBudget struct {
-	mu   sync.Mutex
-	left int64
+	mu            sync.Mutex
+	left          int64 // room left for any body
+	anonymousLeft int64 // of it, room left for anonymous bodies
 }
 
-func (b *bodyBudget) take(n int64) bool {
+// newBodyBudget returns the room for size bytes of bodies, of which
+// anonymous requests may hold size/anonymousShare.
+func newBodyBudget(size int64) bodyBudget {
+	return bodyBudget{left: size, anonymousLeft: size / anonymousShare}
+}
+
+// room is what take found.
+type room int
+
+const (
+	roomTaken         room = iota // the body's share was taken
+	roomFull                      // no room is left for it
+	roomAnonymousFull             // no room is left for anonymous bodies
+)
+
+func (b *bodyBudget) take(n int64, anonymous bool) room {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if n > b.left {
-		return false
+	switch {
+	case anonymous && n > b.anonymousLeft:
+		return roomAnonymousFull
+	case n > b.left:
+		return roomFull
 	}
 	b.left -= n
-	return true
+	if anonymous {
+		b.anonymousLeft -= n
+	}
+	return roomTaken
 }
 
-func (b *bodyBudget) give(n int64) {
+func (b *bodyBudget) give(n int64, anonymous bool) {
 	b.mu.Lock()
 	b.left += n
+	if anonymous {
+		b.anonymousLeft += n
+	}
 	b.mu.Unlock()
+}
+
+// byteSize words n bytes in the largest unit that holds it whole: 64 MB,
+// 256 KB, 1000 bytes.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KB", n>>10)
+	}
+	return plural.Count(n, "byte", "bytes")
+}
+
+// bearerSent reports whether r carries a bearer token: an Authorization
+// header of scheme Bearer, as a script sends the dashboard.
+func bearerSent(r *http.Request) bool {
+	scheme, _, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return ok && strings.EqualFold(scheme, "Bearer")
 }
 
 // hasBody reports whether r comes with a body to read, of any method.
