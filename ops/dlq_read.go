@@ -41,7 +41,7 @@ type DeadGroup struct {
 	SourceQueue  string    `json:"source_queue"`
 	Kind         string    `json:"kind" jsonschema_description:"The job kind (pgbus_kind header, or job_class of Ruby pgbus). Empty when the messages have neither: the kind filter cannot select those alone (an empty kind selects every kind), so narrow by queue, error_class and text, or act on the sample_msg_ids."`
 	ErrorClass   string    `json:"error_class" jsonschema_description:"Empty when no failure was recorded (the worker crashed)."`
-	ErrorPattern string    `json:"error_pattern" jsonschema_description:"The last error message as the group compares it: quoted values without spaces, uuids, hex strings, identifiers mixing letters and digits, and numbers replaced by <str>, <uuid>, <hex>, <id> and <n>, so messages differing only by such values are one group; quoted prose stays. Secrets redacted."`
+	ErrorPattern string    `json:"error_pattern" jsonschema_description:"The last error message as the group compares it: quoted values without spaces, e-mail addresses, uuids, hex strings, identifiers mixing letters and digits, and numbers replaced by <str>, <email>, <uuid>, <hex>, <id> and <n>, so messages differing only by such values are one group; quoted prose stays. Secrets redacted."`
 	Group        string    `json:"group" jsonschema_description:"The group's key: pass it as group to pgbus_dlq_list, pgbus_dlq_retry or pgbus_dlq_discard to select exactly this group's messages (kind and error_class select every group that shares them)."`
 	ErrorMessage string    `json:"error_message" jsonschema_description:"The last error message of the group's newest message (sample_msg_ids[0]), secrets redacted, shortened."`
 	Count        int64     `json:"count"`

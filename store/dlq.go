@@ -161,9 +161,10 @@ type DeadGroup struct {
 	Kind        string `json:"kind"`
 	ErrorClass  string `json:"error_class"`
 	// ErrorPattern is the last error message normalized as the group
-	// compares it: quoted values without spaces, uuids, hex strings,
-	// identifiers mixing letters and digits, and numbers replaced by <str>,
-	// <uuid>, <hex>, <id> and <n>; quoted prose stays (pgbus.dlq_error_norm).
+	// compares it: quoted values without spaces, e-mail addresses, uuids,
+	// hex strings, identifiers mixing letters and digits, and numbers
+	// replaced by <str>, <email>, <uuid>, <hex>, <id> and <n>; quoted prose
+	// stays (pgbus.dlq_error_norm).
 	ErrorPattern string `json:"error_pattern"`
 	// Group is the group's key, for a filter that selects exactly its
 	// messages (DeadFilter.Group): a uuid made of the source queue, kind,

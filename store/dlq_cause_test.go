@@ -130,6 +130,13 @@ func TestDeadErrorNormBounds(t *testing.T) {
 		"timeout after 1544ms talking to 10.0.3.9:5432": "timeout after <n>ms talking to <n>:<n>",
 		"body of 2048KB over 512KB":                     "body of <n>KB over <n>KB",
 		"user5 and user357 and order-12345 missing":     "user<n> and user<n> and order-<n> missing",
+		// An e-mail address is one value, its digits included; the
+		// user and host of a URL stay.
+		"mailbox full for bravo.delta@example.com":           "mailbox full for <email>",
+		"mailbox full for Zoe_99+tag@mail-3.example.co.uk":   "mailbox full for <email>",
+		"to <ops7@example.org>, cc a@b.io; from x@localhost": "to <<email>>, cc <email>; from x@localhost",
+		"dial postgres://svc:xxxxx@db.internal/app failed":   "dial postgres://svc:xxxxx@db.internal/app failed",
+		"GET https://bob@api.example.com/v1 refused":         "GET https://bob@api.example.com/v<n> refused",
 	} {
 		if err := s.Pool().QueryRow(testContext(t), `SELECT pgbus.dlq_error_norm($1)`, in).Scan(&norm); err != nil || norm != want {
 			t.Fatalf("dlq_error_norm(%q) = %q, %v; want %q", in, norm, err, want)
@@ -265,4 +272,60 @@ func explainProbe(t testing.TB, s *store.Store, dlq string) string {
 		t.Fatal(rows.Err())
 	}
 	return b.String()
+}
+
+// emailMessages are one cause that names a different address each time,
+// and another cause.
+var emailMessages = []string{
+	"mailbox full for bravo.delta@example.com", "mailbox full for alpha@example.org",
+	"mailbox full for charlie+news@mail.example.co.uk", "mailbox full for echo@example.net",
+	"card declined",
+}
+
+func checkEmailGroups(t *testing.T, gs []store.DeadGroup, step string) {
+	t.Helper()
+	if len(gs) != 2 || gs[0].ErrorPattern != "mailbox full for <email>" || gs[0].Count != 4 || gs[1].ErrorPattern != "card declined" || gs[1].Count != 1 {
+		t.Fatalf("%s:%s\nwant 4 of mailbox full for <email>, 1 of card declined", step, dumpGroups(gs))
+	}
+}
+
+// Messages whose errors differ only by an e-mail address are one group.
+func TestDeadGroupsByEmail(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s)
+	deadWithMessages(t, s, q, uniqueName("mail"), emailMessages)
+	checkEmailGroups(t, checkGroups(t, s, store.DLQName(q), store.DeadFilter{Queue: q}, "after dead-lettering"), "after dead-lettering")
+}
+
+// Migration 30 regroups the dead messages a DLQ held before it: its index
+// of error groups rebuilt and its groups recounted.
+func TestMigrationGroupsEmails(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s, all := storeAtVersion(t, 29)
+	if m := all[29]; !strings.Contains(m.SQL, "<email>") {
+		t.Fatalf("migration 30 (%s) no longer groups e-mail addresses: pick the migration that does", m.Name)
+	}
+	q := uniqueName("old")
+	dlq := store.DLQName(q)
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	deadAsAnOldVersion(t, s, q, "k", emailMessages)
+	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_group_counts WHERE dlq = $1`, dlq); n != len(emailMessages) {
+		t.Fatalf("before 0030: %d groups counted, want %d (one per address)", n, len(emailMessages))
+	}
+	if st, err := s.Migrate(ctx); err != nil || st.Applied != len(all)-29 {
+		t.Fatalf("migrate = %+v, %v", st, err)
+	}
+	checkEmailGroups(t, checkGroups(t, s, dlq, store.DeadFilter{Queue: q}, "after 0030"), "after 0030")
+	deadWithMessages(t, s, q, "k", []string{"mailbox full for foxtrot@example.com"})
+	gs := checkGroups(t, s, dlq, store.DeadFilter{Queue: q}, "after dead-lettering under 0030")
+	if len(gs) != 2 || gs[0].Count != 5 || gs[0].ErrorMessage != "mailbox full for foxtrot@example.com" {
+		t.Fatalf("after dead-lettering under 0030:%s\nwant 5 of mailbox full for <email>, the newest foxtrot's", dumpGroups(gs))
+	}
+	if plan := explainProbe(t, s, dlq); !strings.Contains(plan, "q_"+dlq+"_cause_idx") {
+		t.Fatalf("the summary's probe of a group does not use the group index:\n%s", plan)
+	}
 }

@@ -104,8 +104,8 @@ func (a *app) dlqSummaryCommand() *cobra.Command {
 		Long: `Count dead messages by (source queue, kind, error class, error pattern), largest
 group first, with their reasons, first and last time seen, a few sample ids to
 show and the newest message's error (secrets redacted). The error pattern is
-the error message with numbers, ids, quoted values and hex replaced, so
-"order 42 failed" and "order 43 failed" are one group. A "came back:" line
+the error message with numbers, ids, quoted values, e-mail addresses and hex
+replaced, so "order 42 failed" and "order 43 failed" are one group. A "came back:" line
 names each group whose newest message had been retried out of a DLQ before
 and died again: that retry did not fix the cause.
 --by-field breaks each group down by a safe payload field (config safe_fields
