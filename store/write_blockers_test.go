@@ -17,7 +17,9 @@ import (
 // for a name that is no queue's.
 func TestWriteBlockers(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	// LockHolders lists every lock of the database, at most a few: other
+	// tests' locks (a drop under way) would crowd out this test's.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	q := newQueue(t, s)
 	if held, end, err := s.WriteBlockers(ctx, q, true, store.DLQName(q), 0); err != nil || held != "" || end != "" {
