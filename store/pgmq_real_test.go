@@ -21,7 +21,7 @@ import (
 // the identity sequence.
 func describe(t *testing.T, s *store.Store, name string) []string {
 	t.Helper()
-	rows, err := s.Pool().Query(testContext(t), `
+	return textRows(t, s, `
 		SELECT format('%s column %s %s null=%s default=%s identity=%s', table_name, column_name, data_type,
 		              is_nullable, coalesce(column_default, ''), coalesce(identity_generation, ''))
 		FROM information_schema.columns WHERE table_schema = 'pgmq' AND table_name IN ($1, $2)
@@ -34,6 +34,12 @@ func describe(t *testing.T, s *store.Store, name string) []string {
 		UNION ALL
 		SELECT format('sequence %s', to_regclass('pgmq.' || quote_ident($1 || '_msg_id_seq')))
 		ORDER BY 1`, "q_"+name, "a_"+name)
+}
+
+// textRows runs query, whose rows are one text each, and returns them.
+func textRows(t *testing.T, s *store.Store, query string, args ...any) []string {
+	t.Helper()
+	rows, err := s.Pool().Query(testContext(t), query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,15 +63,7 @@ func pgmqRead(t *testing.T, s *store.Store, queue string) (id int64, message, he
 
 func listQueues(t *testing.T, s *store.Store) []string {
 	t.Helper()
-	rows, err := s.Pool().Query(testContext(t), `SELECT queue_name::text FROM pgmq.list_queues() ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
+	return textRows(t, s, `SELECT queue_name::text FROM pgmq.list_queues() ORDER BY 1`)
 }
 
 // Without PGMQ, pgbus makes a queue's tables exactly as pgmq.create makes
@@ -310,21 +308,13 @@ func TestPriorityLevelsRefusedOverAQueuePGMQMade(t *testing.T) {
 // grantee, privilege and whether it may be granted on, in order.
 func metaACL(t *testing.T, s *store.Store) []string {
 	t.Helper()
-	rows, err := s.Pool().Query(testContext(t), `
+	return textRows(t, s, `
 		SELECT format('%s %s grantable=%s', CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END, a.privilege_type, a.is_grantable)
 		FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = 'pgmq.meta'::regclass
 		UNION ALL
 		SELECT format('%s %s(%s) grantable=%s', CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_get_userbyid(a.grantee) END, a.privilege_type, att.attname, a.is_grantable)
 		FROM pg_attribute att, aclexplode(att.attacl) a WHERE att.attrelid = 'pgmq.meta'::regclass AND att.attnum > 0
 		ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // PGMQ's script makes a new pgmq.meta in place of pgbus's: the privileges
