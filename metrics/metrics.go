@@ -79,6 +79,7 @@ type Metrics struct {
 	toolCalls   *prometheus.CounterVec
 
 	classes, kinds, tools *labelSet
+	texts                 labelTexts
 
 	queueMessages *prometheus.Desc
 	estimated     *prometheus.Desc
@@ -187,9 +188,9 @@ func (m *Metrics) JobStarted(ctx context.Context, _ *engine.Job) context.Context
 // and, when the handler ran, how long it took and waited.
 func (m *Metrics) JobFinished(_ context.Context, job *engine.Job, f engine.Finish) {
 	queue := cmp.Or(job.WorkQueue, job.Queue) // a priority level counts as its queue, as in the stats
-	m.kinds.with(labelText(job.Kind), func(kind string) { m.finished.WithLabelValues(queue, kind, f.Outcome, f.Reason).Inc() })
+	m.kinds.with(m.texts.of(job.Kind), func(kind string) { m.finished.WithLabelValues(queue, kind, f.Outcome, f.Reason).Inc() })
 	if f.Err != nil && f.Outcome != engine.OutcomeSnoozed {
-		m.classes.with(labelText(f.ErrorClass), func(class string) { m.failures.WithLabelValues(queue, f.Outcome, class).Inc() })
+		m.classes.with(m.texts.of(f.ErrorClass), func(class string) { m.failures.WithLabelValues(queue, f.Outcome, class).Inc() })
 	}
 	if f.Ran {
 		m.duration.WithLabelValues(queue).Observe(f.Elapsed.Seconds())
@@ -204,6 +205,41 @@ func (m *Metrics) JobFinished(_ context.Context, job *engine.Job, f engine.Finis
 func labelText(s string) string {
 	s, _ = ops.RedactText(s)
 	return hiddenchar.Escape(s)
+}
+
+// labelTexts remembers the label text of the kinds and error classes
+// lately seen: redacting one costs more than counting its job, and a
+// process sees the same few again and again.
+type labelTexts struct {
+	mu   sync.RWMutex
+	text map[string]string
+}
+
+// Bounds of labelTexts: how many texts it keeps before it starts over,
+// and the longest value it keeps (a longer one is redacted every time).
+const (
+	maxLabelTexts    = 1024
+	maxLabelTextSize = 1024
+)
+
+func (c *labelTexts) of(raw string) string {
+	c.mu.RLock()
+	t, ok := c.text[raw]
+	c.mu.RUnlock()
+	if ok {
+		return t
+	}
+	t = labelText(raw)
+	if len(raw) > maxLabelTextSize {
+		return t
+	}
+	c.mu.Lock()
+	if c.text == nil || len(c.text) >= maxLabelTexts {
+		c.text = make(map[string]string)
+	}
+	c.text[raw] = t
+	c.mu.Unlock()
+	return t
 }
 
 // BreakerChanged implements engine.BreakerObserver.
