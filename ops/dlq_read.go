@@ -493,7 +493,7 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 		return DeadMessage{}, err
 	}
 	defer end()
-	defer againOnceFree(&err, OpDLQShow, "queue", req.Queue, "msg_id", req.MsgID)
+	defer againOnceFree(&err, OpDLQShow, "queue", req.Queue, "msg_id", req.MsgID, "include_payload", req.IncludePayload, "full_history", req.FullHistory)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DeadMessage{}, err

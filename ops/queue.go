@@ -241,7 +241,8 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		return LiveMessages{}, err
 	}
 	defer end()
-	defer againOnceFree(&err, OpQueueMessages, "queue", req.Queue, "state", req.State, "cursor", req.Cursor, "limit", req.Limit)
+	defer againOnceFree(&err, OpQueueMessages, "queue", req.Queue, "state", req.State, "cursor", req.Cursor, "limit", req.Limit,
+		"include_payload", req.IncludePayload, "full_history", req.FullHistory)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return LiveMessages{}, err

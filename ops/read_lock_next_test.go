@@ -12,7 +12,8 @@ import (
 // A read of a queue or DLQ whose table another session holds locked gives
 // up after its wait for the lock, saying to try it again once that
 // session ends; its next step is that: the same call, with its own
-// arguments. It had none, though its text said to try again. The health
+// arguments, switches such as include_payload too. It had none, though
+// its text said to try again. The health
 // check is not among them, which may read no table held and say OK.
 func TestReadOfALockedQueueGivesTheSameCallAgain(t *testing.T) {
 	t.Parallel()
@@ -37,9 +38,9 @@ func TestReadOfALockedQueueGivesTheSameCallAgain(t *testing.T) {
 			return err
 		}, ops.OpQueueStats, nil},
 		{"the queue's messages", func() error {
-			_, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q, State: "waiting", Limit: 7})
+			_, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q, State: "waiting", Limit: 7, IncludePayload: true, FullHistory: true})
 			return err
-		}, ops.OpQueueMessages, map[string]any{"queue": q, "state": "waiting", "limit": 7}},
+		}, ops.OpQueueMessages, map[string]any{"queue": q, "state": "waiting", "limit": 7, "include_payload": true, "full_history": true}},
 		{"the DLQ's list", func() error {
 			_, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q, Kind: "k"}, Limit: 5})
 			return err
@@ -49,9 +50,9 @@ func TestReadOfALockedQueueGivesTheSameCallAgain(t *testing.T) {
 			return err
 		}, ops.OpDLQSummary, map[string]any{"queue": q}},
 		{"a dead message", func() error {
-			_, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: ids[0]})
+			_, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: ids[0], IncludePayload: true, FullHistory: true})
 			return err
-		}, ops.OpDLQShow, map[string]any{"queue": q, "msg_id": ids[0]}},
+		}, ops.OpDLQShow, map[string]any{"queue": q, "msg_id": ids[0], "include_payload": true, "full_history": true}},
 	}
 	for _, r := range reads {
 		err := r.read()

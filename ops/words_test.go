@@ -33,8 +33,9 @@ var frontEndWords = []struct {
 // wordExceptions are the string literals of ops allowed a front end's
 // word, each with why: what they name is no front end's.
 var wordExceptions = map[string]string{
-	`"full_history"`: "the value of AskFullHistory, a kind of Ask each front end words, never shown",
-	`"pgbus_"`:       "the prefix of the reserved header keys (and of tool names, which the audit log trims)",
+	`"full_history"`:    "the value of AskFullHistory, a kind of Ask each front end words, never shown, and a hint's argument by its request field's name",
+	`"include_payload"`: "a hint's argument by its request field's name, as queue and msg_id are, which each front end words",
+	`"pgbus_"`:          "the prefix of the reserved header keys (and of tool names, which the audit log trims)",
 	`"header %q is refused: keys starting with pgbus_ are reserved for pgbus; the kind, idempotency key, deadline and priority have fields of their own (kind, idempotency_key, deadline, priority)"`:   "pgbus_ is the prefix of the reserved header keys, not a tool",
 	`"reason not recorded: the message has no pgbus_dead_letter block (dead-lettered by a Ruby pgbus from before the block, or put in the DLQ by another client); a retry sends it to the DLQ's queue"`: "pgbus_dead_letter is the header of the dead-letter block, not a tool",
 }

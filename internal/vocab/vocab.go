@@ -178,7 +178,8 @@ func command(h ops.Hint, asCalled bool) string {
 	}
 	names := make([]string, 0, len(h.Args))
 	for k := range h.Args {
-		if !used[k] {
+		// The CLI shows payloads unless --no-payload says not to.
+		if !used[k] && k != "include_payload" {
 			names = append(names, k)
 		}
 	}
