@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -36,6 +37,10 @@ type serverOpts struct {
 	logs io.Writer
 	// callTimeout bounds each page's database work; zero for the default.
 	callTimeout time.Duration
+	// maxBody bounds a request body; zero for the default.
+	maxBody int64
+	// trustedProxies are the reverse proxies in front of the server.
+	trustedProxies []netip.Prefix
 }
 
 // serve runs pgbus serve --transport http over st, as the command does
@@ -53,8 +58,8 @@ func serve(t *testing.T, st *store.Store, o serverOpts) string {
 	go func() {
 		done <- runner.ServeMCP(ctx, st, runner.MCPConfig{
 			Transport: mcpserver.TransportHTTP,
-			HTTP:      mcpserver.HTTPConfig{Addr: "127.0.0.1:0", AuthToken: o.token, BasePath: o.basePath, Ready: func(a net.Addr) { ready <- a }},
-			ReadOnly:  o.readOnly, AllowPayloads: o.allowPayloads,
+			HTTP:      mcpserver.HTTPConfig{Addr: "127.0.0.1:0", AuthToken: o.token, BasePath: o.basePath, MaxBodyBytes: o.maxBody, Ready: func(a net.Addr) { ready <- a }},
+			ReadOnly:  o.readOnly, AllowPayloads: o.allowPayloads, TrustedProxies: o.trustedProxies,
 			Logger: logger, DatabaseCallTimeout: o.callTimeout,
 		})
 	}()

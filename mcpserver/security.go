@@ -41,7 +41,9 @@ import (
 //     that is not authenticated, when a token is configured);
 //   - a body that finds no room among those read at once: 503 with
 //     Retry-After (requests that are not authenticated find theirs in a
-//     share of the room, so that they cannot take all of it);
+//     share of the room, so that they cannot take all of it, and each
+//     client of theirs in a share of that, so that one cannot take all
+//     of theirs);
 //   - a body that does not arrive within the body timeout: 408, and the
 //     connection is closed.
 type Security struct {
@@ -134,7 +136,7 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 		loopback:     IsLoopbackHost(host),
 		maxBody:      cfg.MaxBodyBytes,
 		bodyTimeout:  cfg.bodyReadTimeout,
-		bodies:       newBodyBudget(bodiesAtOnce * cfg.MaxBodyBytes),
+		bodies:       newBodyBudget(bodiesAtOnce*cfg.MaxBodyBytes, min(cfg.MaxBodyBytes, anonymousMaxBody)),
 		log:          cfg.Logger,
 		trusted:      cfg.TrustedProxies,
 		guesses:      throttle.New(tokenMaxFailures, tokenWindow, tokenMaxClients),
@@ -255,7 +257,10 @@ func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Requ
 // whether the request may go on, and then release gives the body's room
 // back once the request was handled. Anonymous bodies take their room
 // from a share of the budget (anonymousShare), past which they get 503
-// while authenticated requests still find theirs.
+// while authenticated requests still find theirs; and those of one client
+// (throttle.ClientKey, as the throttle of wrong tokens counts it) from a
+// share of that (bodyBudget.perClient), past which that client's get 503
+// while other clients' still find theirs.
 //
 // The read deadline set by Wrap stays in place unless the whole body came
 // in: net/http drains what is left of a body after the handler returns,
@@ -279,16 +284,23 @@ func (s *Security) readBody(w http.ResponseWriter, r *http.Request, anonymous bo
 	if r.ContentLength >= 0 {
 		held = r.ContentLength
 	}
-	if room := s.bodies.take(held, anonymous); room != roomTaken {
+	client := ""
+	if anonymous {
+		client = throttle.ClientKey(r, s.trusted)
+	}
+	if room := s.bodies.take(held, anonymous, client); room != roomTaken {
 		w.Header().Set("Retry-After", "1")
 		msg := fmt.Sprintf("the server holds as many request bodies as it reads at once (%s); send the request again in a moment", byteSize(bodiesAtOnce*s.maxBody))
-		if room == roomAnonymousFull {
+		switch room {
+		case roomAnonymousFull:
 			msg = fmt.Sprintf("the server holds as many request bodies of requests that are not logged in as it reads at once (%s, the share of its room for bodies they may hold); log in, or send the request again in a moment", byteSize(bodiesAtOnce*s.maxBody/anonymousShare))
+		case roomClientFull:
+			msg = fmt.Sprintf("this client holds as many request bodies of requests that are not logged in as one client may hold at once (%s); log in, or send the request again in a moment, once this client's other requests were answered", byteSize(s.bodies.perClient))
 		}
 		s.refuse(w, r, http.StatusServiceUnavailable, msg)
 		return nil, false
 	}
-	release = func() { s.bodies.give(held, anonymous) }
+	release = func() { s.bodies.give(held, anonymous, client) }
 	body, err := io.ReadAll(io.LimitReader(r.Body, held+1))
 	var netErr net.Error
 	switch {
@@ -330,28 +342,45 @@ func tooLarge(size, limit int64, anonymous bool) string {
 // anonymousMaxBody bytes for a request that is not authenticated (a
 // dashboard request without a login, a probe), and of the room for all
 // bodies, such requests hold one anonymousShare-th at most, so that
-// strangers cannot take the room of authenticated requests.
+// strangers cannot take the room of authenticated requests; of that,
+// the requests of one client hold one anonymousClientShare-th at most
+// (but always room for one body of the largest size they may send), so
+// that one stranger cannot take the room of the others, the login form
+// of a person among them. Clients holding anonymous bodies are tracked
+// while they hold one, anonymousMaxClients at most.
 const (
-	bodiesAtOnce     = 16
-	anonymousMaxBody = 64 << 10
-	anonymousShare   = 4
+	bodiesAtOnce         = 16
+	anonymousMaxBody     = 64 << 10
+	anonymousShare       = 4
+	anonymousClientShare = 16
+	anonymousMaxClients  = 10_000
 )
 
 // bodyBudget is the room left for request bodies in memory: a request
 // takes its share before its body is read, and gives it back once it was
 // handled, so that slow or large bodies sent at once cannot fill the
 // memory. Bodies of anonymous requests take theirs from a pool of their
-// own within it too.
+// own within it too, and each client's anonymous bodies from a share of
+// that pool.
 type bodyBudget struct {
 	mu            sync.Mutex
 	left          int64 // room left for any body
 	anonymousLeft int64 // of it, room left for anonymous bodies
+	// perClient is the room one client's anonymous bodies may hold.
+	perClient int64
+	// clients is the room each client holds with anonymous bodies: only
+	// clients that hold some, anonymousMaxClients at most.
+	clients map[string]int64
 }
 
 // newBodyBudget returns the room for size bytes of bodies, of which
-// anonymous requests may hold size/anonymousShare.
-func newBodyBudget(size int64) bodyBudget {
-	return bodyBudget{left: size, anonymousLeft: size / anonymousShare}
+// anonymous requests may hold size/anonymousShare, and those of one
+// client one anonymousClientShare-th of that, but at least largest, the
+// largest body an anonymous request may send.
+func newBodyBudget(size, largest int64) bodyBudget {
+	anonymous := size / anonymousShare
+	return bodyBudget{left: size, anonymousLeft: anonymous,
+		perClient: min(anonymous, max(anonymous/anonymousClientShare, largest)), clients: map[string]int64{}}
 }
 
 // room is what take found.
@@ -361,31 +390,45 @@ const (
 	roomTaken         room = iota // the body's share was taken
 	roomFull                      // no room is left for it
 	roomAnonymousFull             // no room is left for anonymous bodies
+	roomClientFull                // no room is left for the client's anonymous bodies
 )
 
-func (b *bodyBudget) take(n int64, anonymous bool) room {
+// take takes the room of a body of n bytes, an anonymous one of client.
+func (b *bodyBudget) take(n int64, anonymous bool, client string) room {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch {
-	case anonymous && n > b.anonymousLeft:
-		return roomAnonymousFull
-	case n > b.left:
+	if anonymous {
+		holds, tracked := b.clients[client]
+		switch {
+		case n > b.perClient-holds:
+			return roomClientFull
+		case n > b.anonymousLeft, !tracked && len(b.clients) >= anonymousMaxClients:
+			return roomAnonymousFull
+		}
+	}
+	if n > b.left {
 		return roomFull
 	}
 	b.left -= n
 	if anonymous {
 		b.anonymousLeft -= n
+		b.clients[client] += n
 	}
 	return roomTaken
 }
 
-func (b *bodyBudget) give(n int64, anonymous bool) {
+// give gives back the room take took, forgetting a client that holds
+// none any more.
+func (b *bodyBudget) give(n int64, anonymous bool, client string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.left += n
 	if anonymous {
 		b.anonymousLeft += n
+		if b.clients[client] -= n; b.clients[client] <= 0 {
+			delete(b.clients, client)
+		}
 	}
-	b.mu.Unlock()
 }
 
 // byteSize words n bytes in the largest unit that holds it whole: 64 MB,
