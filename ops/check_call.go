@@ -92,7 +92,7 @@ func (s *Service) checkMoveCall(ctx context.Context, op string, ids []int64, f D
 	if err != nil {
 		return err
 	}
-	if err := s.oneGroup(ctx, resolved); err != nil {
+	if err := s.oneGroup(ctx, resolved, f); err != nil {
 		return err
 	}
 	if _, _, err := readExpect(op, expect, dryRun, f.Queue, redry); err != nil {

@@ -156,8 +156,9 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		}
 		return DLQSummary{}, explain(err, again)
 	}
+	gone := false
 	if len(sum.Groups) == 0 && req.Cursor == "" {
-		if err := s.groupElsewhere(ctx, f); err != nil {
+		if gone, err = s.groupScope(ctx, f); err != nil {
 			return DLQSummary{}, err
 		}
 	}
@@ -231,6 +232,9 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	case req.Cursor != "":
 		out.Notes = append(out.Notes, "no group ranks after the last of the page before any more: groups changed since (messages retried, discarded or dead-lettered)")
 		out.Next = append(out.Next, again)
+	case gone:
+		out.Notes = append(out.Notes, groupGoneText(f.Group))
+		out.Next = append(out.Next, groupGoneHint(req.Filter))
 	}
 	return out, nil
 }
@@ -367,12 +371,17 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 			}
 			return DLQList{}, explain(err, again)
 		}
+		gone := false
 		if len(page.Items) == 0 && req.Cursor == "" {
-			if err := s.groupElsewhere(ctx, f); err != nil {
+			if gone, err = s.groupScope(ctx, f); err != nil {
 				return DLQList{}, err
 			}
 		}
 		out = s.deadList(page)
+		if gone {
+			out.Notes = append(out.Notes, groupGoneText(f.Group))
+			out.Next = append(out.Next, groupGoneHint(req.Filter))
+		}
 		k := shrunkPage(s.opts.Bounds, out.Items, DLQList{Notes: out.Notes, NextCursor: page.NextCursor})
 		if k == 0 || k >= limit {
 			break

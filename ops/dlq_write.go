@@ -219,7 +219,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if err != nil {
 		return DLQRetry{}, err
 	}
-	if err := s.oneGroup(ctx, f); err != nil {
+	if err := s.oneGroup(ctx, f, req.Filter); err != nil {
 		return DLQRetry{}, err
 	}
 	if opts.Expect, err = s.expectToken(ctx, OpDLQRetry, req.Expect, req.DryRun, req.Filter.Queue, req.redry); err != nil {
@@ -730,7 +730,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if err != nil {
 		return DLQDiscard{}, err
 	}
-	if err := s.oneGroup(ctx, f); err != nil {
+	if err := s.oneGroup(ctx, f, req.Filter); err != nil {
 		return DLQDiscard{}, err
 	}
 	opts := store.DiscardOptions{DryRun: req.DryRun, Progress: req.Progress}
@@ -1038,10 +1038,21 @@ func trimmed(f DeadFilter) DeadFilter {
 // one DLQ. A key is made of the source queue, kind, error class and error
 // pattern, so rows written by another client, which name no source queue,
 // share it across DLQs; the key was copied from one of those groups, and
-// moving the others too is not what was asked.
-func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
+// moving the others too is not what was asked. A key no DLQ holds any
+// more, or one given with the queue of another DLQ (groupScope), is
+// refused too: the call would move nothing without saying why. given is
+// the filter as the request gave it, for the next steps.
+func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter, given DeadFilter) error {
 	if f.Queue != "" {
-		return s.groupElsewhere(ctx, f)
+		gone, err := s.groupScope(ctx, f)
+		if err != nil || !gone {
+			return err
+		}
+		if s.store.CheckDeadQueue(ctx, f.Queue) != nil {
+			// The queue's own refusal, which the call gives, says more.
+			return nil
+		}
+		return groupGone(f.Group, given)
 	}
 	if f.Group == "" {
 		return nil
@@ -1049,6 +1060,14 @@ func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
 	sum, err := s.store.SummarizeDeadWith(ctx, f, store.SummaryOptions{})
 	if err != nil {
 		return explain(err, hint(OpDLQSummary, "shows the groups there are"))
+	}
+	if len(sum.Groups) == 0 {
+		// Selected by nothing: held nowhere, or only by messages the
+		// other filters leave out.
+		if gone, err := s.groupScope(ctx, f); err != nil || gone {
+			return cmp.Or(err, error(groupGone(f.Group, given)))
+		}
+		return nil
 	}
 	var dlqs []string
 	for _, g := range sum.Groups {
@@ -1077,17 +1096,24 @@ func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter) error {
 	return e
 }
 
-// groupElsewhere refuses a filter by a group's key and a queue whose DLQ
-// does not hold that group while other DLQs do: the key was copied from a
+// groupScope checks a filter by a group's key against the DLQs that hold
+// a group of that key. It refuses one given with a queue whose DLQ does
+// not hold that group while other DLQs do: the key was copied from a
 // summary of another queue, and the call would select nothing without
-// saying why. A group found nowhere (emptied meanwhile) passes.
-func (s *Service) groupElsewhere(ctx context.Context, f store.DeadFilter) error {
-	if f.Group == "" || f.Queue == "" {
-		return nil
+// saying why. It reports a key no DLQ holds as gone.
+func (s *Service) groupScope(ctx context.Context, f store.DeadFilter) (gone bool, err error) {
+	if f.Group == "" {
+		return false, nil
 	}
 	sum, err := s.store.SummarizeDeadWith(ctx, store.DeadFilter{Group: f.Group}, store.SummaryOptions{})
 	if err != nil {
-		return explain(err, hint(OpDLQSummary, "shows the groups there are"))
+		return false, explain(err, hint(OpDLQSummary, "shows the groups there are"))
+	}
+	if len(sum.Groups) == 0 {
+		return true, nil
+	}
+	if f.Queue == "" {
+		return false, nil
 	}
 	dlq := f.Queue
 	if !strings.HasSuffix(dlq, store.DLQSuffix) {
@@ -1096,14 +1122,11 @@ func (s *Service) groupElsewhere(ctx context.Context, f store.DeadFilter) error 
 	var dlqs []string
 	for _, g := range sum.Groups {
 		if g.DLQ == dlq {
-			return nil
+			return false, nil
 		}
 		if !slices.Contains(dlqs, g.DLQ) {
 			dlqs = append(dlqs, g.DLQ)
 		}
-	}
-	if len(dlqs) == 0 {
-		return nil
 	}
 	slices.Sort(dlqs)
 	named := dlqs[:min(len(dlqs), ambiguousNamed)]
@@ -1113,7 +1136,28 @@ func (s *Service) groupElsewhere(ctx context.Context, f store.DeadFilter) error 
 	for _, d := range named {
 		e.with(hint(OpDLQList, "lists the group's messages in "+d, "queue", baseQueue(d), "group", f.Group))
 	}
-	return e
+	return false, e
+}
+
+// groupGoneText says that no DLQ holds a group of key, and why a key
+// once given out can go.
+func groupGoneText(key string) string {
+	return "no dead-letter group has key " + key + " any more: group keys change when an upgrade groups error texts differently, " +
+		"and a group's key goes when its last message leaves its DLQ; list the groups to find it again"
+}
+
+// groupGoneHint is the next step after a key no DLQ holds: the summary
+// of the call's other filters, which lists the groups with their keys.
+func groupGoneHint(given DeadFilter) Hint {
+	given.Group = ""
+	return hint(OpDLQSummary, "lists the groups with their keys, to find the group again", given.hintArgs()...)
+}
+
+// groupGone refuses a retry or discard by a group's key no DLQ holds, as
+// not found: a script that saved the key learns that it selects nothing
+// any more, rather than that it moved none.
+func groupGone(key string, given DeadFilter) *Error {
+	return (&Error{Msg: groupGoneText(key), Err: ErrNotFound}).with(groupGoneHint(given))
 }
 
 func (r DLQRetry) idsMovedMeanwhile() bool   { return len(r.Outcomes) > 0 && r.AlreadyMoved > 0 }

@@ -371,7 +371,8 @@ scheduled.
 			}
 			if !yes && !dryRun {
 				dry := ops.DLQRetryRequest{Filter: f, Limit: limit, DryRun: true, All: all, ClearDeadline: clearDeadline}
-				return a.refuse(cmd, f, limit, "refusing to retry %s without --yes; check %s with a dry run, then pass --yes", dry.Hint("shows what it would retry"))
+				real := ops.DLQRetryRequest{Filter: f, Limit: limit, All: all, ClearDeadline: clearDeadline, Rate: rate}
+				return a.refuse(cmd, ops.OpDLQRetry, real, f, limit, "refusing to retry %s without --yes; check %s with a dry run, then pass --yes", dry.Hint("shows what it would retry"))
 			}
 			if !dryRun {
 				bar := a.newProgress(1, "retrying")
@@ -475,7 +476,8 @@ pgbus_dlq_discard.`,
 			if len(ids) == 0 && !dryRun {
 				if !yes {
 					dry := ops.DLQDiscardRequest{Filter: f, Limit: limit, DryRun: true, All: all}
-					return a.refuse(cmd, f, limit, "refusing to discard %s without --yes; check %s with a dry run, then pass --yes", dry.Hint("shows what it would discard"))
+					real := ops.DLQDiscardRequest{Filter: f, Limit: limit, Confirm: true, All: all}
+					return a.refuse(cmd, ops.OpDLQDiscard, real, f, limit, "refusing to discard %s without --yes; check %s with a dry run, then pass --yes", dry.Hint("shows what it would discard"))
 				}
 				bar := a.newProgress(1, "discarding")
 				defer bar.finish()

@@ -24,8 +24,13 @@ func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary, later bool) erro
 		if later {
 			what = "no group ranks after the previous page any more"
 		}
-		_, err := fmt.Fprintln(w, what)
-		return err
+		if _, err := fmt.Fprintln(w, what); err != nil || later {
+			return err
+		}
+		// Why there are none, where the operation says (a group's key
+		// no DLQ holds any more); the caller prints the next steps.
+		printNotes(w, sum.Notes, sum.Asks)
+		return nil
 	}
 	t := newTable(w, "QUEUE", "KIND", "ERROR CLASS", "REASON", "COUNT", "FIRST", "LAST", "SAMPLE IDS", "MESSAGE")
 	for _, g := range sum.Groups {
@@ -120,8 +125,14 @@ func (a *app) writeDeadList(w io.Writer, page ops.DLQList, cursor string) error 
 		if cursor != "" {
 			msg = "no more dead messages match after this cursor; start again without --cursor to see newer ones"
 		}
-		_, err := fmt.Fprintln(w, msg)
-		return err
+		if _, err := fmt.Fprintln(w, msg); err != nil || cursor != "" {
+			return err
+		}
+		// Why none matched, where the operation says (a group's key no
+		// DLQ holds any more), and where to look instead.
+		printNotes(w, page.Notes, page.Asks)
+		a.printNext(w, page.Next)
+		return nil
 	}
 	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
 	for _, it := range page.Items {
@@ -401,8 +412,11 @@ func limitNote(reached bool) string {
 
 // refuse answers a bulk operation given without --yes: a usage error
 // saying how many dead messages (up to limit) the filter would touch, with
-// its dry run as the next step.
-func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format string, dryRun ops.Hint) error {
+// its dry run as the next step. When it would touch none, the refusal of
+// call, the request of op as --yes would make it, comes first where the
+// operation refuses it (a group's key no DLQ holds any more): "0 dead
+// messages" would not say why.
+func (a *app) refuse(cmd *cobra.Command, op string, call any, f ops.DeadFilter, limit int, format string, dryRun ops.Hint) error {
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
 		return err
@@ -414,6 +428,11 @@ func (a *app) refuse(cmd *cobra.Command, f ops.DeadFilter, limit int, format str
 	}
 	// The groups a summary leaves out count too.
 	m := min(sum.Total+sum.MessagesOmitted, int64(limit))
+	if m == 0 {
+		if err := s.ops.CheckCall(ctx, op, call); err != nil {
+			return err
+		}
+	}
 	n := plural.Count(m, "dead message", "dead messages")
 	return usageError{&ops.Error{Msg: fmt.Sprintf(format, n, plural.Of(m, "it", "them")), Hints: []ops.Hint{dryRun}}}
 }
