@@ -487,22 +487,17 @@ func (s *Store) readRoutingOnce(ctx context.Context, queue string, vt time.Durat
 
 // readRoutingOn sends BEGIN and the read together, so the common read (one
 // that routes nothing) costs two round trips, not three: a worker's fetch
-// loop waits on every one of them. Its commit does not wait for the WAL to
-// reach disk either. A read is a claim, not a result: if PostgreSQL itself
-// crashes within the moment before the WAL writer flushes it, the claim is
-// forgotten and the message runs again with the same attempt number, which
-// at-least-once delivery allows; every outcome (archive, retry, dead
-// letter) is committed durably, and its flush carries the read's with it.
+// loop waits on every one of them. Its commit waits for the WAL to reach
+// disk, as every commit of pgbus does: a read is a claim, and one that a
+// crash forgot would let the next read claim the message under the same
+// read count, so that the first run's outcome, written later, would land
+// on the message the second run holds.
 func readRoutingOn(ctx context.Context, conn *pgx.Conn, queue string, vt time.Duration, qty int, info tableInfo, dlq string, route func([]Message) []DeadLetterItem) ([]Message, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	b.Queue("SET LOCAL synchronous_commit = off")
 	b.Queue(readSQL(queue, info), qty, vt.Microseconds())
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
 	var msgs []Message
 	if err == nil {
 		var rows pgx.Rows
