@@ -51,3 +51,20 @@ func (c *Client) gaveUp(start time.Time, err error) {
 func unanswered(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded)
 }
+
+// lockHolders names, for a start-up step that got no answer in time, the
+// sessions holding locks on pgbus's and PGMQ's tables with the statement
+// that ends each, asked within the database call timeout; answered is
+// false when the database did not answer that either.
+func (c *Client) lockHolders(ctx context.Context) (heldBy string, answered bool) {
+	err := c.bounded(ctx, func(ctx context.Context) error {
+		var terminate string
+		var err error
+		heldBy, terminate, err = c.store.LockHolders(ctx, 0)
+		if heldBy != "" && terminate != "" {
+			heldBy += "; to end it: " + terminate
+		}
+		return err
+	})
+	return heldBy, err == nil
+}

@@ -549,7 +549,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.checkQueuesGiven(); err != nil {
 		return err
 	}
-	wait := startwait.New(c.log)
+	wait := startwait.New(c.log, c.lockHolders)
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {

@@ -38,15 +38,29 @@ type Wait struct {
 	// down is when the database was found not to answer, zero while it
 	// answers.
 	down time.Time
+	// held names the sessions holding locks on pgbus's and PGMQ's tables
+	// when a step got no answer in time; nil asks nothing.
+	held LockHolders
+	// locked is the holder last said to keep a step waiting, "" while
+	// none is.
+	locked string
 }
 
+// LockHolders says, for a step that got no answer within its bound,
+// whether the database answers a question asked now and, when it does,
+// names the sessions holding locks on pgbus's and PGMQ's tables with the
+// statement that ends each ("" for none), as ops.Service.SlowRead does.
+type LockHolders func(ctx context.Context) (heldBy string, answered bool)
+
 // New returns the wait of one start, which says what it waits for to
-// log (none: nothing is said).
-func New(log *slog.Logger) *Wait {
+// log (none: nothing is said). held, when not nil, is asked who holds
+// the tables a step waited for, so that a lock is said as one rather than
+// as a database that does not answer.
+func New(log *slog.Logger, held LockHolders) *Wait {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Wait{log: log, crowdedUntil: time.Now().Add(crowdedWait)}
+	return &Wait{log: log, crowdedUntil: time.Now().Add(crowdedWait), held: held}
 }
 
 // Do runs step, one start-up step, again with a growing pause, up to a
@@ -70,6 +84,10 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 				w.log.Info("pgbus: the database answers again; starting goes on", "after", time.Since(w.down).Round(100*time.Millisecond).String())
 				w.down = time.Time{}
 			}
+			if w.locked != "" {
+				w.log.Info("pgbus: the lock that held starting back is gone; starting goes on")
+				w.locked = ""
+			}
 			return nil
 		case ctx.Err() != nil, errors.Is(err, store.ErrClosed):
 			return err
@@ -79,6 +97,9 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 			}
 			w.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
 				"err", err, "in", delay, "until", w.crowdedUntil.Format(time.RFC3339))
+		case !store.IsUnreachable(err) && errors.Is(err, context.DeadlineExceeded) && w.heldBy(ctx) != "":
+			// The database answers, and another session holds a table
+			// the step reads: said once per holder, with what ends it.
 		case store.IsUnreachable(err) || errors.Is(err, context.DeadlineExceeded): // down, or silent past the call timeout
 			// A server just back may be crowded by every client coming
 			// back with it: the wait for a connection starts afresh.
@@ -100,4 +121,24 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 		}
 		delay = min(2*delay, maxPause)
 	}
+}
+
+// heldBy names, when held says so, the sessions holding locks on
+// pgbus's and PGMQ's tables that kept a step waiting, logging them when
+// they differ from those said last; "" when the database does not answer
+// or no session holds one, and the step's wait is an outage.
+func (w *Wait) heldBy(ctx context.Context) string {
+	if w.held == nil {
+		return ""
+	}
+	heldBy, answered := w.held(ctx)
+	if !answered || heldBy == "" {
+		return ""
+	}
+	if heldBy != w.locked {
+		w.log.Warn("pgbus: starting waits for a lock another session holds on pgbus's or PGMQ's tables, trying every few seconds; it goes on once that session ends its transaction",
+			"held_by", heldBy)
+		w.locked = heldBy
+	}
+	return heldBy
 }
