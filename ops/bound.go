@@ -175,7 +175,7 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 				"and was given up: %s (%v)", b.limit, name, poolBusy(size, "were", "calls that wait for that lock hold theirs until it goes or their own timeout passes"), heldBy, inner)
 		}
 		again = "try it again once that session ends its transaction; if it is stuck, end it: " + end
-		hints, slow = nil, errLockWait
+		hints, slow = nil, ErrLockWait
 	case answered && busy:
 		// Every connection of the pool was taken by other calls, which
 		// a new connection, answered at once, shows are no outage.
@@ -251,10 +251,10 @@ func (s *Service) lockWaitError(b *callBound, err error) error {
 	}
 	msg := fmt.Sprintf("%s (%v); %s", what, err, again)
 	if partial, _ := partialCause(err); partial != nil {
-		*partial = cause{msg: msg, err: errors.Join(ErrUnavailable, errLockWait, *partial), lockWait: true}
+		*partial = cause{msg: msg, err: errors.Join(ErrUnavailable, ErrLockWait, *partial), lockWait: true}
 		return err
 	}
-	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, errLockWait, err)}
+	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, ErrLockWait, err)}
 }
 
 // againOnceFree gives *err, the error of a read given up while it waited
@@ -267,11 +267,11 @@ func (s *Service) lockWaitError(b *callBound, err error) error {
 // A read defers it before explainDB, whose error it completes.
 func againOnceFree(err *error, op string, kv ...any) {
 	var e *Error
-	if *err == nil || !errors.Is(*err, errLockWait) && !errors.Is(*err, errPoolBusy) || !errors.As(*err, &e) || len(e.Hints) > 0 {
+	if *err == nil || !errors.Is(*err, ErrLockWait) && !errors.Is(*err, errPoolBusy) || !errors.As(*err, &e) || len(e.Hints) > 0 {
 		return
 	}
 	why := "the same call again, once the session that holds the lock ends its transaction"
-	if !errors.Is(*err, errLockWait) {
+	if !errors.Is(*err, ErrLockWait) {
 		why = "the same call again, once fewer calls hold the pool's connections"
 	}
 	e.Hints = []Hint{hint(op, why, kv...)}
@@ -295,10 +295,12 @@ var errPoolBusy = errors.New("waited for a connection of the pool")
 // once: the database answers, slowly.
 var errCheckSlow = errors.New("the health check was slow")
 
-// errLockWait is joined to the error of a call given up while it waited
-// for a lock another session holds: the database answers, and that
-// session is what to end.
-var errLockWait = errors.New("waited for another session's lock")
+// ErrLockWait is joined to the error of a call given up while it waited
+// for a lock another session holds (with ErrUnavailable): the database
+// answers, and that session is what to end. The error's next step may be
+// the same call again, to make once that session ended, which a front end
+// shows even where it leaves out the call that failed.
+var ErrLockWait = errors.New("waited for another session's lock")
 
 // lockHolders asks, on behalf of a call given up by its bound b, who
 // holds locks on pgbus's and PGMQ's tables, within the bound and at most

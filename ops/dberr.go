@@ -482,13 +482,29 @@ func (c cause) Unwrap() error { return c.err }
 // a read-only default, ...) and what to do, naming role in the statement
 // to run; err as it is when no such limit refused it. It is for the
 // errors of what a front end does before any operation: connecting,
-// checking the schema.
+// checking or migrating the schema. A migration that gave up waiting for
+// a lock another session held (store.MigrationLockError), by a
+// lock_timeout of its own that no setting changes, keeps its own words,
+// which name that session and how to end it, and gets the migration as
+// its next step.
 func ExplainLimit(err error, role string) error {
+	if errors.As(err, new(*store.MigrationLockError)) {
+		return migrationLockError(err)
+	}
 	lim := store.LimitOf(err)
 	if lim == store.NoLimit {
 		return err
 	}
 	return limitError(err, lim, reads, role)
+}
+
+// migrationLockError is err, a migration given up while another session
+// held a lock it needs (store.MigrationLockError), which says which
+// session and how to end it: unavailable until that session ends, then
+// the migration runs again, its next step.
+func migrationLockError(err error) error {
+	return &Error{Msg: err.Error(), Err: errors.Join(ErrUnavailable, ErrLockWait, err),
+		Hints: []Hint{hint(OpMigrate, "applies the schema migrations once the session holding the lock ended")}}
 }
 
 // limitError is err, refused by a limit a DBA set for the role or
@@ -604,5 +620,5 @@ func tablesHeldError(held *store.TablesHeldError) error {
 	} else {
 		msg += "; nothing was dropped: try again in a moment, with a longer database call timeout if the queue is busy"
 	}
-	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, errLockWait, held)}
+	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, ErrLockWait, held)}
 }

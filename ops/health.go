@@ -280,7 +280,7 @@ func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 		defer end()
 	}
 	h, err := s.Health(ctx)
-	if err != nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) {
+	if err != nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrLockWait) && !errors.Is(err, errPoolBusy) {
 		if _, stopped := s.StoppedWorkers(); stopped && outer.Err() == nil {
 			// The verdict that matters most is known without the read
 			// that failed, which often failed for the same cause.
@@ -291,13 +291,13 @@ func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
 			return h, nil
 		}
 	}
-	if err == nil || !errors.Is(err, errLockWait) && !errors.Is(err, errPoolBusy) && !errors.Is(err, errCheckSlow) {
+	if err == nil || !errors.Is(err, ErrLockWait) && !errors.Is(err, errPoolBusy) && !errors.Is(err, errCheckSlow) {
 		return h, err
 	}
 	msg, _ := RedactText("the health check could not read the tables in time: " + err.Error())
 	again := "check again once that session ends: the verdict on the queues comes back once the tables can be read"
 	switch {
-	case errors.Is(err, errLockWait):
+	case errors.Is(err, ErrLockWait):
 	case errors.Is(err, errPoolBusy):
 		again = "check again once fewer calls hold the pool's connections: the verdict on the queues comes back once the check gets one"
 	default:

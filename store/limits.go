@@ -48,10 +48,13 @@ const (
 	LimitCancelled
 )
 
-// LimitOf returns the limit that refused err's statement, or NoLimit.
+// LimitOf returns the limit that refused err's statement, or NoLimit. A
+// migration that gave up waiting for a lock (MigrationLockError) waited by
+// a lock_timeout of its own, which no setting of the role changes: NoLimit.
 func LimitOf(err error) Limit {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	if !errors.As(err, &pgErr) || errors.As(err, new(*MigrationLockError)) {
+		// A migration's lock waits are bounded by its own lock_timeout.
 		return NoLimit
 	}
 	switch pgErr.Code {

@@ -472,34 +472,58 @@ func stoppedWaiting(err error, w *lockWait) error {
 	return fmt.Errorf("%w (it was waiting for %s held by %s)", err, w.on, w.heldBy())
 }
 
+// MigrationLockError is the error of a migration that gave up waiting for
+// a lock another session held: a table's, each wait bounded by the
+// migration's own lock_timeout and tried again for about a minute, or the
+// migration lock, which another process holds while it migrates. Nothing
+// of the migration was applied. Its message names the sessions that held
+// the lock, when they were seen, and the statement that ends them: once
+// they ended, the migration is to run again. The lock_timeout it waited by
+// is the migration's own (SET LOCAL), which no setting of the role or
+// database changes, so LimitOf reports no limit for it. It wraps
+// PostgreSQL's lock_not_available (SQLSTATE 55P03).
+type MigrationLockError struct {
+	msg string
+	err error
+}
+
+func (e *MigrationLockError) Error() string { return e.msg }
+func (e *MigrationLockError) Unwrap() error { return e.err }
+
+// migrationLockError is a MigrationLockError saying msg, then err,
+// PostgreSQL's lock_not_available.
+func migrationLockError(msg string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		err = pgErr
+	}
+	return &MigrationLockError{msg: fmt.Sprintf("%s: %v", msg, err), err: err}
+}
+
 // lockTimeout is the error of a migration that gave up waiting for a lock
 // after tries attempts over took.
 func lockTimeout(what string, tries int, took time.Duration, seen *lockWait, err error) error {
-	var pgErr *pgconn.PgError
-	errors.As(err, &pgErr)
 	if seen == nil {
-		return fmt.Errorf("store: %s: waited for a lock %s, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
+		return migrationLockError(fmt.Sprintf("store: %s: waited for a lock %s, %s each (the migration's own lock_timeout), and gave up after %s; nothing of it was applied. "+
 			"Find the transaction that holds the lock (in pg_stat_activity: state 'idle in transaction', or an old xact_start), "+
-			"end it (let it finish, or SELECT pg_terminate_backend(pid)) and migrate again: %w",
-			what, plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second), pgErr)
+			"end it (let it finish, or SELECT pg_terminate_backend(pid)) and migrate again",
+			what, plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second)), err)
 	}
-	return fmt.Errorf("store: %s: waited for %s (%s), held by %s, %s, %s each (lock_timeout), and gave up after %s; nothing of it was applied. "+
-		"End that transaction (let it finish, or %s) and migrate again: %w",
-		what, seen.on, seen.mode, seen.heldBy(), plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second), seen.terminate(), pgErr)
+	return migrationLockError(fmt.Sprintf("store: %s: waited for %s (%s), held by %s, %s, %s each (the migration's own lock_timeout), and gave up after %s; nothing of it was applied. "+
+		"End that transaction (let it finish, or %s) and migrate again",
+		what, seen.on, seen.mode, seen.heldBy(), plural.Count(tries, "time", "times"), migrationLockWait, took.Round(time.Second), seen.terminate()), err)
 }
 
 // turnTimeout is the error of a migration that waited migrationTurnWait
 // for the migration lock.
 func turnTimeout(what string, seen *lockWait, err error) error {
-	var pgErr *pgconn.PgError
-	errors.As(err, &pgErr)
 	if seen == nil || !seen.migLock {
-		return fmt.Errorf("store: %s: another process has held the migration lock for over %s; nothing of it was applied. "+
-			"It is migrating this database: let it finish and migrate again: %w", what, migrationTurnWait, pgErr)
+		return migrationLockError(fmt.Sprintf("store: %s: another process has held the migration lock for over %s; nothing of it was applied. "+
+			"It is migrating this database: let it finish and migrate again", what, migrationTurnWait), err)
 	}
-	return fmt.Errorf("store: %s: another process, %s, has held the migration lock for over %s; nothing of it was applied. "+
-		"It is migrating this database: let it finish and migrate again, or if it is stuck end it (%s) first: %w",
-		what, seen.heldBy(), migrationTurnWait, seen.terminate(), pgErr)
+	return migrationLockError(fmt.Sprintf("store: %s: another process, %s, has held the migration lock for over %s; nothing of it was applied. "+
+		"It is migrating this database: let it finish and migrate again, or if it is stuck end it (%s) first",
+		what, seen.heldBy(), migrationTurnWait, seen.terminate()), err)
 }
 
 // applyMigration applies m unless another process did while this one

@@ -66,7 +66,7 @@ func (a *app) printError(w io.Writer, asJSON bool, line string, code int, cause 
 // as command lines: those its line names.
 func (a *app) nextCommands(cause error, self string) []nextStep {
 	next := []nextStep{}
-	for _, h := range stepsBeyond(nextSteps(cause), self) {
+	for _, h := range stepsBeyond(cause, self) {
 		command, _ := ops.RedactText(a.command(h))
 		why, _ := ops.RedactText(h.Why)
 		next = append(next, nextStep{Command: command, Why: why})

@@ -147,16 +147,24 @@ func (s *session) Close() {
 // prints: an operation's own, or those of what happened (the health check
 // for a database that does not answer or a failure nothing explained).
 func (a *app) errorLine(err error, self string) string {
-	steps := stepsBeyond(nextSteps(err), self)
+	steps := stepsBeyond(err, self)
 	if len(steps) == 0 {
 		return err.Error()
 	}
 	return err.Error() + ": see " + a.commands(steps, " or ")
 }
 
-// stepsBeyond is steps without the command self as it stands: pgbus
-// health that cannot reach the database is not told to see pgbus health.
-func stepsBeyond(steps []ops.Hint, self string) []ops.Hint {
+// stepsBeyond is the next steps of err, a failure of the command self,
+// without self as it stands: pgbus health that cannot reach the database
+// is not told to see pgbus health. A command given up while another
+// session held a lock it waited for (ops.ErrLockWait) keeps itself, to run
+// once that session ended, as its error says: pgbus migrate is told to
+// migrate again.
+func stepsBeyond(err error, self string) []ops.Hint {
+	steps := nextSteps(err)
+	if errors.Is(err, ops.ErrLockWait) {
+		return steps
+	}
 	return slices.DeleteFunc(slices.Clone(steps), func(h ops.Hint) bool { return vocab.Command(h) == self })
 }
 
