@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,12 +27,16 @@ type MigrationStatus struct {
 	// was applied by a newer pgbus (see Newer).
 	Known int
 	// From is the highest version recorded when this call read the
-	// record, before it applied anything: the version it upgraded from.
-	// Processes that migrate at once share the work, so Version less
-	// Applied may be higher.
-	From          int
-	Applied       int  // migrations applied by this call
-	PGMQExtension bool // the pgmq extension is installed and its objects are used
+	// record, before it applied anything. Processes that migrate at once
+	// share the work, so Version less Applied may be higher, and the first
+	// version this call applied above From+1: Upgrade says what it did.
+	From    int
+	Applied int // migrations applied by this call
+	// AppliedVersions are the versions this call applied itself, in
+	// order: with processes that migrate at once, the others applied the
+	// rest (see Upgrade).
+	AppliedVersions []int
+	PGMQExtension   bool // the pgmq extension is installed and its objects are used
 	// PGMQFunctions: PGMQ's functions are installed, by the extension or by
 	// PGMQ's SQL installation script, and pgbus creates and drops queues
 	// with pgmq.create and pgmq.drop_queue.
@@ -47,6 +52,26 @@ type MigrationStatus struct {
 // migrations this pgbus does not have. This pgbus then works on the schema,
 // as migrations only add, but changes nothing of it.
 func (st MigrationStatus) Newer() bool { return st.Version > st.Known }
+
+// Upgrade says what this call applied of an upgrade: the version the
+// schema had just before the first migration it applied (From, or the
+// one another process applied last before it), the last version it
+// applied, and the versions above From that other processes applied
+// meanwhile, in order. ok is false when it applied nothing, or made the
+// schema where there was none (From 0): a first install is no upgrade.
+func (st MigrationStatus) Upgrade() (from, to int, byOthers []int, ok bool) {
+	if len(st.AppliedVersions) == 0 || st.From == 0 {
+		return 0, 0, nil, false
+	}
+	from = max(st.From, st.AppliedVersions[0]-1)
+	to = st.AppliedVersions[len(st.AppliedVersions)-1]
+	for v := st.From + 1; v <= st.Version; v++ {
+		if !slices.Contains(st.AppliedVersions, v) {
+			byOthers = append(byOthers, v)
+		}
+	}
+	return from, to, byOthers, true
+}
 
 // LogNewer warns on logger, when st (this store's schema, from
 // CheckSchema or Migrate) says a newer pgbus migrated the database, that
@@ -312,6 +337,7 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 			}
 			if ran {
 				st.Applied++
+				st.AppliedVersions = append(st.AppliedVersions, m.Version)
 			}
 		}
 		st.Version = m.Version

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -401,6 +402,11 @@ func TestMigrateReportsTheVersionItUpgradedFrom(t *testing.T) {
 	if st.Applied != 1 || st.Version != n || st.From != n-2 {
 		t.Fatalf("migrate from version %d, with another process applying %d meanwhile = applied %d, version %d, from %d; want 1 applied, version %d, from %d",
 			n-2, n-1, st.Applied, st.Version, st.From, n, n-2)
+	}
+	// What it applied itself: from n-1, which the other applied, to n.
+	if from, to, others, ok := st.Upgrade(); !ok || from != n-1 || to != n || !slices.Equal(others, []int{n - 1}) || !slices.Equal(st.AppliedVersions, []int{n}) {
+		t.Fatalf("upgrade = from %d to %d, by others %v, %v (applied %v); want from %d to %d, by others [%d], applied [%d]",
+			from, to, others, ok, st.AppliedVersions, n-1, n, n-1, n)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -300,16 +301,42 @@ func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
 }
 
 // logUpgrade says that Prepare upgraded a schema an older pgbus migrated,
-// from which version to which, and how long it took: in a rolling deploy,
-// the first new process migrates the database under the old ones, and
-// whoever deploys looks for that in its log. A first install, on a
-// database without the schema, is no news and says nothing.
+// and how long it took: in a rolling deploy, the first new process
+// migrates the database under the old ones, and whoever deploys looks for
+// that in its log. It says what this process applied itself, from which
+// version to which, and the versions other processes migrating at once
+// applied meanwhile, so that their logs add up rather than each claim
+// the whole upgrade. A first install, on a database without the schema,
+// is no news, and a process that applied nothing says nothing.
 func (d *DB) logUpgrade(took time.Duration) {
-	from := d.Status.From
-	if d.logger == nil || d.Status.Applied == 0 || from == 0 {
+	from, to, byOthers, ok := d.Status.Upgrade()
+	if d.logger == nil || !ok {
 		return
 	}
-	d.logger.Info("pgbus: upgraded the database's pgbus schema", "from_version", from, "to_version", d.Status.Version, "took", took.Round(time.Millisecond).String())
+	attrs := []any{"from_version", from, "to_version", to, "applied_versions", versionRanges(d.Status.AppliedVersions)}
+	if len(byOthers) > 0 {
+		attrs = append(attrs, "applied_by_others", versionRanges(byOthers))
+	}
+	attrs = append(attrs, "took", took.Round(time.Millisecond).String())
+	d.logger.Info("pgbus: upgraded the database's pgbus schema", attrs...)
+}
+
+// versionRanges writes versions, in order, as runs: "19-22, 25".
+func versionRanges(versions []int) string {
+	var parts []string
+	for i := 0; i < len(versions); {
+		j := i
+		for j+1 < len(versions) && versions[j+1] == versions[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(versions[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", versions[i], versions[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // logRepairs logs the dead-letter queues Migrate repaired or could not.
