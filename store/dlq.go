@@ -208,8 +208,9 @@ type RetryOptions struct {
 	Expect string `json:"expect,omitempty"`
 	// ClearDeadline removes the pgbus_deadline header of the messages it
 	// moves, so that they run however late it is. Without it, a message
-	// whose deadline has passed is not moved (a worker would dead-letter it
-	// again without running it): it fails, saying so.
+	// whose deadline has passed on the database server's clock (Now, as
+	// SyncClock last measured it) is not moved (a worker would dead-letter
+	// it again without running it): it fails, saying so.
 	ClearDeadline bool `json:"clear_deadline,omitempty"`
 	// Trace, when set, is called for each message as it moves (not in a
 	// dry run) with its DLQ, its id there and the trace context its headers

@@ -202,7 +202,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 		if moved[i].Queue = deadRetryTarget(r, places); moved[i].Queue == "" {
 			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, noRetryTargetErr(r, places))
 		}
-		if err := deadlineCheck(r, opts); err != nil {
+		if err := s.deadlineCheck(r, opts); err != nil {
 			return fmt.Errorf("message %d in %s: %w; nothing was moved", r.id, r.dlq, err)
 		}
 	}
@@ -249,14 +249,17 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 }
 
 // deadlineCheck refuses to move a message whose deadline has passed, unless
-// opts clears it: a worker would dead-letter it again at once.
-func deadlineCheck(r deadRef, opts RetryOptions) error {
+// opts clears it: a worker would dead-letter it again at once. It judges
+// the deadline on the database server's clock (Now), as workers do, not
+// on this host's.
+func (s *Store) deadlineCheck(r deadRef, opts RetryOptions) error {
 	if opts.ClearDeadline {
 		return nil
 	}
-	if at, passed := r.deadlinePassed(time.Now()); passed {
+	now := s.Now()
+	if at, passed := r.deadlinePassed(now); passed {
 		return deadlinePassed{invalidf("its deadline (%s %s) passed %s ago, so a worker would dead-letter it again without running it: retry it with its deadline cleared to run it anyway, or discard it",
-			HeaderDeadline, r.deadline, time.Since(at).Round(time.Second))}
+			HeaderDeadline, r.deadline, now.Sub(at).Round(time.Second))}
 	}
 	return nil
 }
@@ -320,7 +323,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		if out[i].target = deadRetryTarget(r, places); out[i].target == "" {
 			out[i].err = noRetryTargetErr(r, places)
 		} else {
-			out[i].err = deadlineCheck(r, opts)
+			out[i].err = s.deadlineCheck(r, opts)
 		}
 	}
 	if err := s.pace(ctx, refs, func(i int) bool { return out[i].err == nil }, opts, rep); err != nil {
