@@ -3,7 +3,9 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
 )
 
 // A worker on a host whose clock is three hours ahead of the database
@@ -51,5 +54,37 @@ func TestWorkerJudgesDeadlinesOnTheServersClock(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "this host's clock is off from the database server's") {
 		t.Errorf("no warning of the skew in the log:\n%s", logs.String())
+	}
+}
+
+// The log line of a breaker that opens says when it lets a probe through on
+// the database server's clock, on which the breaker's open period was
+// written: with the server two hours ahead of this host, a breaker open for
+// 10 seconds logs a probe in at most 10 seconds, not in two hours.
+func TestBreakerOpeningLogsItsProbeOnTheServersClock(t *testing.T) {
+	t.Parallel()
+	st := pgtest.SkewedStore(t, "+2h")
+	q := newQueue(t, st, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	coolOff := 10 * time.Second
+	c.Handle("call", func(context.Context, *engine.Job) error { return errors.New("503 from the bank") },
+		engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: uniqueName("skewed"), FailureThreshold: 2, CoolOff: coolOff, MaxCoolOff: coolOff}})
+	pgtest.Start(t, c)
+	for i := range 2 {
+		pgtest.Send(t, c, q, i, engine.SendOptions{Kind: "call"})
+	}
+	pgtest.Eventually(t, time.Minute, "the opening logged", func() bool {
+		return strings.Contains(logs.String(), "circuit breaker opened")
+	})
+	m := regexp.MustCompile(`circuit breaker opened.* probe_in=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("the opening logged no probe_in:\n%s", logs.String())
+	}
+	in, err := time.ParseDuration(m[1])
+	if err != nil || in <= 0 || in > coolOff {
+		t.Errorf("the opening logged probe_in=%s; want within the breaker's open period, %s", m[1], coolOff)
 	}
 }

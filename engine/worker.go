@@ -902,7 +902,8 @@ func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe b
 				what = "pgbus: circuit breaker reopened: its probe failed; its jobs are snoozed until the next probe"
 			}
 			w.c.log.Info(what, "breaker", name, "queue", job.Queue, "kind", job.Kind, "failures", change.Failures,
-				"probe_in", time.Until(change.OpenUntil).Round(time.Millisecond), "error_class", ErrorClass(jobErr))
+				"probe_in", change.OpenUntil.Sub(w.c.store.Now()).Round(time.Millisecond), // on the database's clock, which wrote OpenUntil
+				"error_class", ErrorClass(jobErr))
 		}
 	}
 	if err != nil {
