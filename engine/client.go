@@ -317,9 +317,9 @@ type Client struct {
 	stats      *statsCollector
 	observers  observers
 	running    atomic.Bool
-	// clockWarned is set once the log was told this host's clock is far
-	// from the database server's, until it is near again.
-	clockWarned atomic.Bool
+	// clockWarn is what the log was last told of this host's clock being
+	// far from the database server's (syncClock).
+	clockWarn clockWarning
 	// auditKept is set once retention said that its role may not prune
 	// the audit log, so that it says so once.
 	auditKept atomic.Bool
@@ -963,21 +963,51 @@ func (c *Client) register(ctx context.Context) error {
 // server's before the engine warns.
 const maxClockSkew = 5 * time.Second
 
+// clockWarnEvery is the least time between two warnings of a skew that
+// changed: a clock that keeps jumping is told of once a minute, not at
+// every heartbeat.
+const clockWarnEvery = time.Minute
+
+// clockWarning is what the log was last told of a skew: whether it was
+// warned of (cleared once the clocks are near again), the skew it said,
+// and when.
+type clockWarning struct {
+	sync.Mutex
+	warned bool
+	skew   time.Duration
+	at     time.Time
+}
+
+// due tells whether a skew measured at now is to be warned of, and notes
+// it as warned if so: the first time it is far, and again when it changed
+// by more than maxClockSkew from what was last said, clockWarnEvery after
+// that. A skew within maxClockSkew is none, and is forgotten.
+func (w *clockWarning) due(skew time.Duration, now time.Time) bool {
+	w.Lock()
+	defer w.Unlock()
+	switch {
+	case skew.Abs() <= maxClockSkew:
+		w.warned = false
+		return false
+	case w.warned && ((skew-w.skew).Abs() <= maxClockSkew || now.Sub(w.at) < clockWarnEvery):
+		return false
+	}
+	w.warned, w.skew, w.at = true, skew, now
+	return true
+}
+
 // syncClock measures how far the database server's clock is from this
 // host's, on which deadlines, ages and the minutes of stats are then
-// judged (store.Now), and warns, once until it is fixed, when it is far:
-// other programs on this host may judge times the database wrote on its
-// own clock.
+// judged (store.Now), and warns when it is far: once, then again when it
+// changed by more than maxClockSkew from what it said (at most once per
+// clockWarnEvery), until it is near again. Other programs on this host
+// may judge times the database wrote on its own clock.
 func (c *Client) syncClock(ctx context.Context) {
 	skew, err := c.store.SyncClock(ctx)
 	if err != nil {
 		return // measured again at the next heartbeat
 	}
-	if skew.Abs() <= maxClockSkew {
-		c.clockWarned.Store(false)
-		return
-	}
-	if !c.clockWarned.Swap(true) {
+	if c.clockWarn.due(skew, time.Now()) {
 		c.log.Warn("pgbus: this host's clock is off from the database server's; pgbus judges deadlines, ages and stats on the server's clock, but fix this host's time synchronization (NTP)",
 			"server_ahead_by", skew.String())
 	}

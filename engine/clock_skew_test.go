@@ -88,3 +88,53 @@ func TestBreakerOpeningLogsItsProbeOnTheServersClock(t *testing.T) {
 		t.Errorf("the opening logged probe_in=%s; want within the breaker's open period, %s", m[1], coolOff)
 	}
 }
+
+// The warning of a skewed clock is said again when the skew changes by more
+// than the threshold from what it last said (the server's clock set from 90
+// seconds ahead to 5 minutes behind), but not again at every heartbeat
+// while it stays as it was, and not again within a minute of the last.
+func TestClockSkewWarnedAgainWhenItChanges(t *testing.T) {
+	t.Parallel()
+	st, shift := pgtest.ShiftingSkewedStore(t, "+90s")
+	q := newQueue(t, st, nil)
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	ctx := testContext(t)
+	const warning = "this host's clock is off from the database server's"
+	warnings := func() []string {
+		var out []string
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, warning) {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	engine.SyncClock(ctx, c)
+	engine.SyncClock(ctx, c)
+	if w := warnings(); len(w) != 1 || !strings.Contains(w[0], "server_ahead_by=1m") {
+		t.Fatalf("with the server 90s ahead, measured twice, the log warned %d times: %q; want once, of the server about 1m30s ahead", len(w), w)
+	}
+	shift("-5m")
+	pgtest.Eventually(t, time.Minute, "the server's clock set 5 minutes behind", func() bool {
+		skew, err := st.SyncClock(ctx)
+		return err == nil && skew < -4*time.Minute
+	})
+	engine.SyncClock(ctx, c)
+	if w := warnings(); len(w) != 1 {
+		t.Fatalf("the skew changed within a minute of the last warning, which the log said again: %q", w)
+	}
+	engine.AgeClockWarning(c)
+	engine.SyncClock(ctx, c)
+	w := warnings()
+	if len(w) != 2 || !strings.Contains(w[1], "server_ahead_by=-4m") && !strings.Contains(w[1], "server_ahead_by=-5m") {
+		t.Fatalf("the skew changed from +90s to -5m: the log warned %q; want a second warning, of the server about 5 minutes behind", w)
+	}
+	engine.AgeClockWarning(c)
+	engine.SyncClock(ctx, c)
+	if w := warnings(); len(w) != 2 {
+		t.Errorf("the skew stayed at -5m, and the log warned again: %q", w)
+	}
+}

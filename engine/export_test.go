@@ -55,3 +55,15 @@ func RefreshSettings(ctx context.Context, c *Client) error { return c.refreshSet
 
 // SettingsOf returns the settings c works queue with now.
 func SettingsOf(c *Client, queue string) store.QueueSettings { return c.settingsFor(queue) }
+
+// SyncClock measures the database server's clock for c, and warns of a
+// skew, as its heartbeat does.
+func SyncClock(ctx context.Context, c *Client) { c.syncClock(ctx) }
+
+// AgeClockWarning makes the last warning of a skew of c as old as
+// clockWarnEvery, as if given that long ago.
+func AgeClockWarning(c *Client) {
+	c.clockWarn.Lock()
+	defer c.clockWarn.Unlock()
+	c.clockWarn.at = c.clockWarn.at.Add(-clockWarnEvery)
+}

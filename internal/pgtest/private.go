@@ -75,6 +75,46 @@ const libfaketime = "/usr/lib/*/faketime/libfaketime.so.1"
 // did. It needs libfaketime (Debian: apt-get install faketime).
 func SkewedStore(t testing.TB, offset string) *store.Store {
 	t.Helper()
+	return skewedStore(t, "FAKETIME="+offset)
+}
+
+// ShiftingSkewedStore is SkewedStore on a server whose clock can be set
+// off anew while it runs: shift sets its offset, in the same words, which
+// the server takes within a second or so (a caller waits on a measure of
+// its clock, such as Store.SyncClock, to see it taken). The server's
+// monotonic clock is left as it is, so that its timers do not jump.
+func ShiftingSkewedStore(t testing.TB, offset string) (st *store.Store, shift func(offset string)) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgbus-faketime-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// Readable by the server's user, another than root's when tests run
+	// as root.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "faketime")
+	shift = func(offset string) {
+		t.Helper()
+		// Written whole under another name, then renamed over the file:
+		// the server never reads half of it.
+		next := file + ".next"
+		if err := os.WriteFile(next, []byte(offset+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(next, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shift(offset)
+	return skewedStore(t, "FAKETIME_TIMESTAMP_FILE="+file, "FAKETIME_CACHE_DURATION=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"), shift
+}
+
+// skewedStore is SkewedStore with libfaketime set by env.
+func skewedStore(t testing.TB, env ...string) *store.Store {
+	t.Helper()
 	libs, _ := filepath.Glob(libfaketime)
 	if len(libs) == 0 {
 		t.Fatalf("pgtest: a server with its clock set off needs libfaketime, %s (Debian: apt-get install faketime; .ci/run installs it)", libfaketime)
@@ -86,7 +126,7 @@ func SkewedStore(t testing.TB, offset string) *store.Store {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	c, err := embedpg.Start(context.Background(), embedpg.Options{DataDir: dir, StartTimeout: 3 * time.Minute,
-		Env: []string{"LD_PRELOAD=" + lib, "FAKETIME=" + offset, "FAKETIME_DONT_RESET=1"}})
+		Env: append([]string{"LD_PRELOAD=" + lib, "FAKETIME_DONT_RESET=1"}, env...)})
 	if err != nil {
 		t.Fatal(err)
 	}
