@@ -100,6 +100,27 @@ func (c *Client) SendBatch(ctx context.Context, queue string, msgs []BatchMessag
 	return c.sendBatch(ctx, "SendBatch", queue, msgs, c.store.SendRouted)
 }
 
+// SendBatchNoted is SendBatch that also writes note, a pending entry of
+// the audit log saying how far the operation sending the batch has gone,
+// in the batch's transaction (store.Store.SendRoutedNoted): committed with
+// the batch or not at all. noteID is the note's id, 0 when the database
+// refused it (the batch is sent all the same).
+func (c *Client) SendBatchNoted(ctx context.Context, queue string, msgs []BatchMessage, note store.AuditEntry) (ids []int64, noteID int64, err error) {
+	if ctx == nil {
+		return nil, 0, fmt.Errorf("%w: SendBatchNoted needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
+	}
+	ids, err = c.sendBatch(ctx, "SendBatch", queue, msgs, func(ctx context.Context, built []store.TxMessage) ([]int64, error) {
+		var ids []int64
+		var err error
+		ids, noteID, err = c.store.SendRoutedNoted(ctx, built, note)
+		return ids, err
+	})
+	if err != nil {
+		noteID = 0
+	}
+	return ids, noteID, err
+}
+
 func (c *Client) sendTx(ctx context.Context, tx pgx.Tx, fn, queue string, msgs []BatchMessage) ([]int64, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %s needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid, fn)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -526,6 +527,12 @@ func auditView(page store.AuditPage, running map[int64]bool) AuditPage {
 			gone++
 			out.Items[i].Result = stoppedResult(e)
 		}
+		if e.Tool == OpSend {
+			out.Items[i].Result = withSendProgress(out.Items[i].Result, e.Result)
+			if h, ok := sendRest(e, running != nil && running[e.ID]); ok {
+				out.Next = append(out.Next, h)
+			}
+		}
 	}
 	if cut > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s over %d bytes %s shown by %s size", plural.Count(cut, "argument or result", "arguments or results"), maxAuditShown, plural.Of(cut, "is", "are"), plural.Of(cut, "its", "their")))
@@ -548,6 +555,67 @@ func auditView(page store.AuditPage, running map[int64]bool) AuditPage {
 			hint(OpQueueStats, "shows the queues' counts now"))
 	}
 	return out
+}
+
+// sendProgress is how far a send of many payloads went, as its pending
+// entry records it after each batch (SendManyRequest.progress).
+type sendProgress struct {
+	Sent     *int `json:"sent"`
+	Total    int  `json:"total"`
+	NextLine int  `json:"next_line"`
+}
+
+// withSendProgress is result, the result an unfinished send shows, with
+// the counts its pending entry recorded, from raw: what it sent before it
+// stopped, which stays sent.
+func withSendProgress(result, raw json.RawMessage) json.RawMessage {
+	var p sendProgress
+	var fields map[string]any
+	if json.Unmarshal(raw, &p) != nil || p.Sent == nil || json.Unmarshal(result, &fields) != nil {
+		return result
+	}
+	fields["sent"], fields["total"] = *p.Sent, p.Total
+	if p.NextLine > 0 {
+		fields["next_line"] = p.NextLine
+	}
+	return marshalPlain(fields)
+}
+
+// sendRest is the next step of a send of many payloads that did not
+// finish, once it no longer runs: the same send from the line after the
+// last it sent, of the same input, which its entry names, with the same
+// options. There is none while it runs, for an entry that names no input
+// or line, or whose headers the audit log keeps redacted, which the step
+// could not send as they were.
+func sendRest(e store.AuditEntry, live bool) (Hint, bool) {
+	var p sendProgress
+	var args struct {
+		Queue    string         `json:"queue"`
+		Input    string         `json:"ndjson"`
+		Kind     string         `json:"kind"`
+		Delay    string         `json:"delay"`
+		Deadline string         `json:"deadline"`
+		Headers  map[string]any `json:"headers"`
+		Priority int            `json:"priority"`
+	}
+	if live || json.Unmarshal(e.Result, &p) != nil || p.NextLine < 1 || json.Unmarshal(e.Arguments, &args) != nil || args.Queue == "" || args.Input == "" {
+		return Hint{}, false
+	}
+	var headers []string
+	for k, v := range args.Headers {
+		text := fmt.Sprint(v)
+		if strings.Contains(k+text, Redacted) {
+			return Hint{}, false
+		}
+		headers = append(headers, k+"="+text)
+	}
+	slices.Sort(headers)
+	h := hint(OpSend, fmt.Sprintf("sends the rest of the input of send %d, which did not finish: from line %d, the line after the last it sent, so that none is sent twice", e.ID, p.NextLine),
+		"queue", args.Queue, sendInputArg, args.Input, "from_line", p.NextLine, "kind", args.Kind, "delay", args.Delay, "deadline", args.Deadline, "priority", args.Priority)
+	if len(headers) > 0 {
+		h.Args["header"] = headers
+	}
+	return h, true
 }
 
 // unfinishedResult is the result an unfinished entry shows, in every

@@ -45,6 +45,21 @@ type SendManyRequest struct {
 	// Priority is the level of a queue created with priority levels (0 is
 	// read first); 0 for a plain queue.
 	Priority int
+	// Input, when set, names where the payloads were read from, as the
+	// caller would name it to read them again (a file's path, "-" for
+	// standard input): the audit log records it, and a call that spans
+	// several batches and did not finish names it in the next step that
+	// sends the rest.
+	Input string
+	// Lines, when set, are the line of Input each payload came from (from
+	// 1), one a payload: the audit log counts what was sent by them, and
+	// names the line to go on from.
+	Lines []int
+	// Progress, when set, is called after each batch commits, with the
+	// ids it sent and how many payloads, the first ones, are sent so far:
+	// for a caller to tell what is sent as it goes, so that a process
+	// killed partway has told it.
+	Progress func(ids []int64, sent int)
 }
 
 // SentMany is where the payloads of a SendMany went: their ids, in the
@@ -111,6 +126,8 @@ func (r SendManyRequest) Check() error {
 		return invalidf("there are no payloads to send: give at least one")
 	case len(r.Payloads) > MaxSendManyPayloads:
 		return invalidf("%s payloads are more than the %s one call sends; send them in parts", thousands(int64(len(r.Payloads))), thousands(MaxSendManyPayloads))
+	case r.Lines != nil && len(r.Lines) != len(r.Payloads):
+		return invalidf("%s lines are given for %s payloads: give one line a payload, or none", thousands(int64(len(r.Lines))), thousands(int64(len(r.Payloads))))
 	}
 	total := 0
 	for i, p := range r.Payloads {
@@ -164,8 +181,12 @@ func payloadError(err error, i int) error { return &payloadErr{index: i, err: er
 // SendMany sends payloads to one queue, each a message with the same
 // options, in order, in batches of SendManyBatch, each all or none. Every
 // payload is checked before anything is sent. It is one entry in the
-// audit log, counting what was sent. A failure after some batches were
-// sent is a *PartlySent, returned with the ids of those sent.
+// audit log, counting what was sent. One of more than one batch records
+// its start there too, before its first batch, and how far it went in
+// each batch's transaction, so that a process killed partway leaves it
+// unfinished with what it sent (and, with the request's Lines, the line to
+// go on from). A failure after some batches were sent is a *PartlySent,
+// returned with the ids of those sent.
 func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMany, err error) {
 	args := func() any {
 		bytes := 0
@@ -174,6 +195,9 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		}
 		args := sendAuditArgs(req.Queue, req.Kind, req.Delay, req.Deadline, req.Headers, req.Priority)
 		args["messages"], args["payload_bytes"] = len(req.Payloads), bytes
+		if req.Input != "" && store.CheckText(req.Input) == "" {
+			args[sendInputArg] = req.Input
+		}
 		return args
 	}
 	ctx, end, err := s.enter(ctx, "SendMany", writesInSteps)
@@ -181,7 +205,9 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		return out, s.refusedByGate(ctx, OpSend, false, req.Check, args, err)
 	}
 	defer end()
-	defer func() { s.record(ctx, OpSend, args(), map[string]any{"sent": len(out.MsgIDs)}, err) }()
+	ctx, auditDone := withAuditStart(ctx)
+	defer auditDone()
+	defer func() { s.record(ctx, OpSend, args(), req.progress(len(out.MsgIDs)), err) }()
 	if err := s.checkWrite(OpSend); err != nil {
 		return out, err
 	}
@@ -198,9 +224,17 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 	}
 	opts := engine.SendOptions{Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, Headers: req.Headers, Priority: req.Priority}
 	out = SentMany{Queue: req.Queue, MsgIDs: make([]int64, 0, len(req.Payloads)), Priority: req.Priority}
+	var noted json.RawMessage
+	if len(req.Payloads) > SendManyBatch {
+		// Several transactions: a process killed between two leaves what
+		// it sent, which its entry says.
+		a := args()
+		noted = auditJSON(a)
+		s.startAudit(ctx, OpSend, a)
+	}
 	for start := 0; start < len(req.Payloads); start += SendManyBatch {
 		part := req.Payloads[start:min(start+SendManyBatch, len(req.Payloads))]
-		ids, err := s.sendBatch(ctx, req.Queue, part, opts)
+		ids, err := s.sendBatch(ctx, req.Queue, part, opts, noted, req.progress(start+len(part)))
 		if bm, ok := errors.AsType[*engine.BatchMessageError](err); ok {
 			// The engine counts from the batch's start; the caller, from
 			// the request's.
@@ -222,18 +256,54 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 			return out, err
 		}
 		out.MsgIDs = append(out.MsgIDs, ids...)
+		if req.Progress != nil {
+			req.Progress(ids, len(out.MsgIDs))
+		}
 	}
 	return out, nil
 }
 
+// sendInputArg is the audit argument, and the argument of the next step
+// that sends the rest, naming the input of a SendMany (its Input).
+const sendInputArg = "ndjson"
+
+// progress is what the audit log records of a SendMany that sent its
+// first sent payloads: how many of how many, and with the request's Lines
+// the line to go on from while some are left.
+func (r SendManyRequest) progress(sent int) map[string]any {
+	p := map[string]any{"sent": sent, "total": len(r.Payloads)}
+	if len(r.Lines) == len(r.Payloads) && sent < len(r.Lines) {
+		p["next_line"] = r.Lines[sent]
+	}
+	return p
+}
+
 // sendBatch sends one batch of SendMany, in one transaction; its error is
-// the caller's to explain (explainWrite).
-func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.RawMessage, opts engine.SendOptions) (ids []int64, err error) {
+// the caller's to explain (explainWrite). With args, the audit arguments
+// of a call whose start was recorded (startAudit), the transaction also
+// records progress, what the call has sent once the batch is, in the
+// entry that replaces its pending one.
+func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.RawMessage, opts engine.SendOptions, args json.RawMessage, progress any) (ids []int64, err error) {
 	msgs := make([]engine.BatchMessage, len(payloads))
 	for i, p := range payloads {
 		msgs[i] = engine.BatchMessage{Payload: p, Options: opts}
 	}
-	ids, err = s.sender.SendBatch(ctx, queue, msgs)
+	st, _ := ctx.Value(auditStartKey{}).(*auditStart)
+	if st == nil || st.id == 0 || args == nil {
+		ids, err = s.sender.SendBatch(ctx, queue, msgs)
+	} else {
+		who := CallerFrom(ctx)
+		note := store.AuditEntry{Client: who.Client, Transport: who.Transport, Principal: who.Principal, Tool: OpSend,
+			Arguments: args, Result: auditResult(progress), Completes: st.id}
+		if st.run != nil {
+			note.RunPID, note.RunKey = st.run.PID, st.run.Key
+		}
+		var noteID int64
+		ids, noteID, err = s.sender.SendBatchNoted(ctx, queue, msgs, note)
+		if noteID != 0 {
+			st.id = noteID
+		}
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, explain(err, append(createSteps(queue), hint(OpQueueStats, "lists the queues there are"))...)
 	}

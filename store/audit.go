@@ -80,8 +80,10 @@ func (s *Store) RecordAudit(ctx context.Context, e AuditEntry) error {
 // and returns its id: a process killed before the work ends leaves it,
 // saying what was asked and by whom. The entry that records the outcome
 // names it in Completes, and ListAudit then shows that one alone. The log
-// stays append-only: the pending entry is never changed. e's result and
-// error flag are not stored; it is dated by the database's clock. e's
+// stays append-only: the pending entry is never changed (an operation
+// that tells how far it went writes another, SendRoutedNoted, which
+// replaces it as an outcome would). e's result and error flag are not
+// stored; it is dated by the database's clock. e's
 // RunPID and RunKey, when set, name the session its operation holds while
 // it runs (HoldAuditRun).
 func (s *Store) StartAudit(ctx context.Context, e AuditEntry) (int64, error) {

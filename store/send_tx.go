@@ -105,6 +105,63 @@ func (s *Store) SendRouted(ctx context.Context, msgs []TxMessage) ([]int64, erro
 	return ids, nil
 }
 
+// SendRoutedNoted is SendRouted that also writes note, in the batch's
+// transaction, as a pending audit entry (StartAudit's) with its result:
+// how far the operation that sends the batch has gone, once the batch is
+// sent. It commits with the batch, so a process killed after the commit
+// leaves the note of every batch it sent, and none of a batch it did not.
+// The note is dated as the entry it replaces: when the operation started.
+// note.Completes names the pending entry it replaces, which ListAudit then
+// leaves out, as the entry of an outcome replaces it; the log stays
+// append-only. The note is best effort: written in a savepoint, one the
+// database refuses leaves the batch to commit without it, and noteID 0.
+func (s *Store) SendRoutedNoted(ctx context.Context, msgs []TxMessage, note AuditEntry) (ids []int64, noteID int64, err error) {
+	p, err := planBatch("send", msgs)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := CheckAuditEntry(note); err != nil {
+		return nil, 0, err
+	}
+	if note.Client == "" {
+		note.Client = "unknown"
+	}
+	var pid, key, completes any
+	if note.RunPID != 0 {
+		pid, key = note.RunPID, note.RunKey
+	}
+	if note.Completes != 0 {
+		completes = note.Completes
+	}
+	var werr error
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		noteID = 0
+		if ids, werr = p.write(ctx, tx); werr != nil {
+			return werr
+		}
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		// Dated when the operation started, as the entry it replaces.
+		err = sp.QueryRow(ctx, `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, result, pending, completes, run_pid, run_key, at)
+			VALUES ($1, $2, $3, $4, $5, $6, true, $7, $8, $9, coalesce((SELECT at FROM pgbus.audit_log WHERE id = $7::bigint), now())) RETURNING id`,
+			note.Client, note.Transport, note.Principal, note.Tool, boundedJSON(note.Arguments), boundedJSON(note.Result), completes, pid, key).Scan(&noteID)
+		if err != nil {
+			noteID = 0
+			return sp.Rollback(ctx)
+		}
+		return sp.Commit(ctx)
+	})
+	switch {
+	case werr != nil:
+		return nil, 0, werr
+	case err != nil:
+		return nil, 0, fmt.Errorf("store: send: begin or commit the batch's transaction: %w", err)
+	}
+	return ids, noteID, nil
+}
+
 // batchPlan is a checked batch of TxMessages, grouped for writing.
 type batchPlan struct {
 	msgs   []TxMessage

@@ -29,7 +29,10 @@ filter is recorded when it starts too (unless guarded by --expect, which
 moves all or nothing in one transaction): one whose process was killed
 partway shows OK "unfinished", its outcome unknown (what it moved stays
 moved; see pgbus dlq summary for what is there now), and one still running
-in another process OK "running".
+in another process OK "running". So is a send --ndjson of more than one
+transaction, which records how far it went as each commits: killed
+partway, its entry counts what it sent, and its next step is the same
+command with --from-line the line to go on from.
 
 Operations are named the same whoever called them: ` + strings.Join(ops.AuditedOps, ", ") + `.
 --tool also takes a tool name (pgbus_dlq_retry) or a command ("dlq retry").

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -44,13 +46,19 @@ checked before anything is sent: a line that is not JSON, or is larger
 than a message may carry (8 MiB), refuses the whole input, naming its
 line. At most 100,000 lines and 256 MiB of payloads go in one command.
 They are sent in order, in transactions of 1,000 lines, and their ids are
-printed one a line (with --json, {"queue": ..., "msg_ids": [...]}). If a
+printed one a line as each transaction commits (with --json, {"queue": ...,
+"msg_ids": [...]} at the end); after each but the last, stderr says which
+line to go on from. If a
 transaction fails, the lines before it stay sent, and the error says
 which line to go on from: run the same command with --from-line N to
 send the rest, not the whole input again. If the connection broke as a
 transaction committed, its lines may or may not have been sent: the error
 names them, to look for with pgbus queue messages, and the line to go on
-from either way. The command is one entry in the audit log.`,
+from either way. The command is one entry in the audit log; one of more
+than 1,000 lines is recorded when it starts and, with each transaction,
+how far it went: killed partway, pgbus audit --tool send shows it
+unfinished, with the same command from the line to go on from as its next
+step.`,
 		Example: `  pgbus send orders '{"order_id": 42, "amount_cents": 1999}' --kind charge_card
   pgbus send orders @order.json --idempotency-key order-42
   echo '{"to": "ada@example.com"}' | pgbus send emails - --kind welcome --delay 10m
@@ -139,7 +147,13 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	if err != nil {
 		return err
 	}
-	req.Payloads = in.payloads
+	req.Payloads, req.Lines, req.Input = in.payloads, in.lines, ndjson
+	if ndjson != "-" {
+		// The audit log names the file to go on from wherever it is read.
+		if abs, aerr := filepath.Abs(ndjson); aerr == nil {
+			req.Input = abs
+		}
+	}
 	if err := check(cmd, req); err != nil {
 		return in.lineError(err, queue, a.carried)
 	}
@@ -148,21 +162,35 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 		return err
 	}
 	defer s.Close()
+	asJSON, _ := cmd.Flags().GetBool("json")
+	var werr error
+	if !asJSON {
+		// Each transaction's ids as it commits, in one write, and on
+		// stderr the line to go on from: a process killed partway has
+		// told what it sent.
+		req.Progress = func(ids []int64, sent int) {
+			var b strings.Builder
+			for _, id := range ids {
+				b.WriteString(strconv.FormatInt(id, 10))
+				b.WriteByte('\n')
+			}
+			if _, err := io.WriteString(a.stdout, b.String()); err != nil && werr == nil {
+				werr = err
+			}
+			if sent < len(in.lines) {
+				fmt.Fprintf(a.stderr, "pgbus: lines %d to %d of %s sent (%d of %d messages); if this stops, run the same command with --from-line %d to send the rest\n",
+					in.lines[0], in.lines[sent-1], in.from, sent, len(in.lines), in.lines[sent])
+			}
+		}
+	}
 	res, err := s.ops.SendMany(ctx, req)
 	// The ids of what was sent are printed even when the rest failed:
 	// those messages stay sent.
-	if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
-		if len(res.MsgIDs) > 0 {
-			if werr := printResult(a, res); werr != nil {
-				return werr
-			}
-		}
-	} else {
-		for _, id := range res.MsgIDs {
-			if _, werr := fmt.Fprintln(a.stdout, id); werr != nil {
-				return werr
-			}
-		}
+	if asJSON && len(res.MsgIDs) > 0 {
+		werr = printResult(a, res)
+	}
+	if werr != nil {
+		return werr
 	}
 	if err != nil {
 		return in.lineError(err, queue, a.carried)

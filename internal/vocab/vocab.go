@@ -270,6 +270,13 @@ func words(v any) []string {
 		return out
 	case string:
 		return []string{ShellQuote(x)}
+	case []string:
+		// A flag given once a value (--header a=1 --header b=2).
+		out := make([]string, len(x))
+		for i, w := range x {
+			out[i] = ShellQuote(w)
+		}
+		return out
 	case json.RawMessage:
 		return []string{ShellQuote(string(x))}
 	}
