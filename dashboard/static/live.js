@@ -49,7 +49,10 @@
 // data-queue), marking a count that is an estimate (a queue too large to
 // count at each read) as the page does; the URL has the page's parameters, so that it answers for
 // the queues the page lists. It pauses while the tab is hidden, and stops
-// when the session ends. What it cannot show in place (a new verdict's
+// when the session ends. When an update fails (the database does not
+// answer, or the dashboard cannot be reached) it says so in the element
+// marked data-live-problem, above the numbers, and marks the numbers as
+// stale, from the time of their last check, until an update succeeds. What it cannot show in place (a new verdict's
 // reasons, a queue created or dropped, a listed one paused or resumed,
 // one not listed that now needs a look more) it announces, with a reload
 // link.
@@ -128,6 +131,52 @@
     a.textContent = "Reload";
     el.appendChild(a);
     el.hidden = false;
+  }
+
+  // problem says why the numbers could not be updated, and marks them as
+  // stale: from the time of their last check, not "just now"; "" clears
+  // both, as a successful update does.
+  var failing = false;
+  function problem(message) {
+    var el = root.querySelector("[data-live-problem]");
+    var on = message !== "";
+    if (el) {
+      set(el, message);
+      el.hidden = !on;
+    }
+    root.classList.toggle("stale", on);
+    var health = document.querySelector("[data-live-health]");
+    if (health) {
+      health.classList.toggle("stale", on);
+    }
+    if (on) {
+      document.querySelectorAll("[data-live-time] time").forEach(function (t) {
+        var at = new Date(t.getAttribute("datetime"));
+        if (!isNaN(at.getTime())) {
+          set(t, "at " + two(at.getUTCHours()) + ":" + two(at.getUTCMinutes()) + " UTC (stale)");
+        }
+      });
+    }
+    failing = on;
+  }
+
+  function two(n) {
+    return (n < 10 ? "0" : "") + n;
+  }
+
+  // failed is what problem says of a refused update: the server's own
+  // words when it gave them, else its status.
+  function failed(res) {
+    var fallback = "The dashboard answered " + res.status + (res.statusText ? " " + res.statusText : "") +
+      " to the request for new counts. The page keeps its last numbers and asks again in a moment.";
+    return res.json().then(
+      function (body) {
+        return body && typeof body.error === "string" && body.error !== "" ? body.error : fallback;
+      },
+      function () {
+        return fallback;
+      }
+    );
   }
 
   function dlqCell(td, queue, n) {
@@ -270,16 +319,32 @@
           note("session", "Your session ended, so the counts no longer update.");
           return null;
         }
-        return res.ok ? res.json() : null;
+        if (!res.ok) {
+          return failed(res).then(function (message) {
+            problem(message);
+            return null;
+          });
+        }
+        return res.json().then(null, function () {
+          problem("The dashboard's answer to the request for new counts could not be read. The page keeps its last numbers and asks again in a moment.");
+          return null;
+        });
+      }, function () {
+        // The server is restarting or unreachable: keep the last numbers,
+        // say so, and ask again on the next tick.
+        problem("The dashboard could not be reached: pgbus may be restarting, or the network to it is down. The page keeps its last numbers and asks again in a moment.");
+        return null;
       })
       .then(function (c) {
         if (c) {
+          if (failing) {
+            problem("");
+          }
           apply(c);
         }
       })
       .catch(function () {
-        // The server is restarting or unreachable: keep the last numbers
-        // and ask again on the next tick.
+        // Counts this script could not show: ask again on the next tick.
       })
       .then(function () {
         inflight = false;
