@@ -3,6 +3,9 @@
 package dashboard_test
 
 import (
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"testing"
 	"time"
 
@@ -57,4 +60,30 @@ func TestBrowserLiveCountsDuringAnOutage(t *testing.T) {
 		const checked = document.querySelector('[data-live-time="checked_at"]').textContent;
 		return p.hidden && p.textContent === "" && checked.includes("just now") && !checked.includes("stale") && !health.classList.contains("stale");
 	})()`))
+}
+
+// An overview left open while the dashboard itself cannot be reached (the
+// process stopped, the network down) says so above its numbers, and marks
+// them as stale.
+func TestBrowserLiveCountsWhenTheDashboardIsGone(t *testing.T) {
+	t.Parallel()
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_gone")
+	// In front of it, a reverse proxy that the test stops: then nothing
+	// listens at the address the page came from.
+	target, err := url.Parse("http://" + serve(t, st, serverOpts{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(target) }})
+	t.Cleanup(front.Close)
+	b.do("open the overview", chromedp.Navigate(front.URL+"/"), page("overview"), chromedp.WaitVisible(chromedp.CSS(`tr[data-queue="`+q+`"]`)))
+	front.CloseClientConnections()
+	front.Close()
+	b.do("wait for the problem to show", chromedp.Poll[chromedp.Void](`(() => {
+		const p = document.querySelector("[data-live-problem]");
+		const checked = document.querySelector('[data-live-time="checked_at"]').textContent;
+		return !p.hidden && p.textContent.includes("The dashboard could not be reached") && checked.includes("stale") && !checked.includes("just now");
+	})()`, chromedp.WithPollingInterval(200*time.Millisecond), chromedp.WithPollingTimeout(2*time.Minute)))
 }
