@@ -185,6 +185,9 @@ func (s *server) circuitOpen(w http.ResponseWriter, r *http.Request, v *view) {
 		s.fail(w, r, v, err)
 		return
 	}
+	// The page says how long it stays open, on the clock render uses, set
+	// here as render would, after the operation that measured it.
+	v.now = s.ages()
 	done := done{Heading: "Circuit breaker " + res.Name + " opened", Lines: []string{
 		fmt.Sprintf("It was %s, and is open until %s (%s): the jobs whose handlers use it wait, no attempt used, while the queues' other jobs run. Then the next job probes the downstream.",
 			res.Was, res.OpenUntil.UTC().Format("2006-01-02 15:04:05 UTC"), v.ago(res.OpenUntil)),

@@ -135,6 +135,8 @@ func TestActionsWithoutToken(t *testing.T) {
 	if code, page, _ := b.post("/circuits/open", url.Values{"csrf": {token}, "name": {breaker}, "for": {"2h"}, "reason": {"  <b>bank</b> maintenance "}}, nil); code != http.StatusOK ||
 		!strings.Contains(page, breaker+" opened") || !strings.Contains(page, "It was closed, and is open until") {
 		t.Fatalf("open for 2h: %d\n%s", code, page)
+	} else if !strings.Contains(page, "(in 2 h)") && !strings.Contains(page, "(in 1 h 59 min)") {
+		t.Fatalf("open for 2h: the confirmation does not say it is open for about 2 h more:\n%s", page)
 	}
 	cs, err = svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker})
 	if err != nil || cs.Circuits[0].State != store.BreakerOpen || cs.Circuits[0].OpenUntil == nil || cs.Circuits[0].OpenUntil.Before(time.Now().Add(119*time.Minute)) ||
