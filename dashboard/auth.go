@@ -227,7 +227,9 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 				if _, err := r.Cookie(cookieName(r)); err == nil {
 					msg += " Your session ended (a login lasts 12 hours, and a restart of the server ends it): nothing was changed. Log in, then send the form again from its page."
 				}
-				s.refuseKeeping(w, r, s.newView(r, session{}), http.StatusUnauthorized, msg, typedText(r))
+				// The login page leads back to the page the form came from.
+				s.refused(w, r, s.newView(r, session{}), problem{Status: http.StatusUnauthorized, Message: msg, Kept: typedText(r),
+					Links: []link{{"/login?next=" + url.QueryEscape(s.cameFrom(r)), "Log in, then send the form again"}}})
 				return
 			}
 			s.redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()))

@@ -186,8 +186,60 @@ func (s *server) refuseLinks(w http.ResponseWriter, r *http.Request, v *view, st
 func (s *server) refused(w http.ResponseWriter, r *http.Request, v *view, p problem) {
 	s.log.Warn("dashboard: request refused", "status", p.Status, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", p.Message)
 	v.Title = http.StatusText(p.Status)
+	if p.Status != http.StatusUnauthorized {
+		// A request not logged in is sent to log in, which leads back.
+		p.Links = append(p.Links, s.backLinks(r, nil)...)
+	}
 	p.Links = append(p.Links, link{"/", "Back to the overview"})
 	s.render(w, r, p.Status, "problem", v, p)
+}
+
+// backLinks lead back to where the person was, when r names it: the page
+// a refused form was posted from, or the dead-letter page asked for
+// without the filter it could not read (err). None leads out of the
+// dashboard.
+func (s *server) backLinks(r *http.Request, err error) []link {
+	if r.Method == http.MethodPost {
+		if from := s.cameFrom(r); from != "/" {
+			return []link{{from, "Back to the page you came from"}}
+		}
+		return nil
+	}
+	if r.Method != http.MethodGet || !errors.Is(err, ops.ErrInvalid) || (r.URL.Path != "/dlq" && r.URL.Path != "/dlq/messages") {
+		return nil
+	}
+	q := r.URL.Query()
+	var oe *ops.Error
+	if errors.As(err, &oe) && oe.Field != "" && q.Has(oe.Field) {
+		q.Del(oe.Field)
+		q.Del("cursor")
+		href := r.URL.Path
+		if len(q) > 0 {
+			href += "?" + q.Encode()
+		}
+		return []link{{href, "Show this page without its " + oe.Field + " filter"}}
+	}
+	return []link{{r.URL.Path, "Show this page with its filters cleared"}}
+}
+
+// cameFrom is the page of this dashboard a form was posted from, as its
+// Referer names it: its path under the base path, without the base path,
+// and its query; "/" (the overview) when the Referer names none, or names
+// a page of another site or outside the dashboard, or the login page.
+func (s *server) cameFrom(r *http.Request) string {
+	ref, err := url.Parse(r.Header.Get("Referer"))
+	if err != nil || (ref.Scheme != "http" && ref.Scheme != "https") || ref.Host == "" || !strings.EqualFold(ref.Host, r.Host) || ref.User != nil {
+		return "/"
+	}
+	rest, under := strings.CutPrefix(ref.Path, s.base)
+	if !under || (rest != "" && !strings.HasPrefix(rest, "/")) {
+		return "/"
+	}
+	if rest == "" {
+		rest = "/"
+	}
+	u := url.URL{Path: rest, RawQuery: ref.RawQuery}
+	return safeNext(u.String())
 }
 
 // fail renders the error of an operation: its message (redacted, as all
@@ -239,6 +291,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, v *view, err error
 		msg = "pgbus could not answer: " + msg + ". Reload this page in a moment."
 	}
 	links := append(hintLinks(hints), more...)
+	links = append(links, s.backLinks(r, err)...)
 	links = append(links, link{"/", "Back to the overview"})
 	// One link a page: the health check's is the overview already.
 	seen := map[string]bool{}
