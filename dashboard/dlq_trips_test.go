@@ -22,7 +22,7 @@ func TestDeadListShowsRetriesFromDLQ(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /dlq/messages: %d\n%s", code, page)
 	}
-	once, thrice := pieceWith(page, "<tr>", "<td>once</td>"), pieceWith(page, "<tr>", "<td>thrice</td>")
+	once, thrice := pieceWith(page, "<tr>", `<td class="kind">once</td>`), pieceWith(page, "<tr>", `<td class="kind">thrice</td>`)
 	if !strings.Contains(thrice, "after 2 DLQ retries") || once == "" || strings.Contains(once, "DLQ retr") {
 		t.Errorf("rows of the list:\nonce: %s\nthrice: %s\nwant the second retry said of thrice only", once, thrice)
 	}
