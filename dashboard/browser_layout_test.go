@@ -2,8 +2,10 @@ package dashboard_test
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -50,6 +52,44 @@ func TestBrowserLongKindLeavesErrorReadable(t *testing.T) {
 		}
 		if w, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); err != nil || w > 1280 {
 			t.Fatalf("%s is %d px wide at 1280 px (%v)", path, w, err)
+		}
+	}
+}
+
+// At 375 px, as on a phone, no page is wider than the screen: not the
+// overview, the circuits nor a dead message's page, with a queue named
+// in 43 characters. The visually hidden labels of the tables' columns
+// and buttons widened the overview to 971 px and the circuits to 913 px,
+// and a long queue name pushed a health reason and a message's facts out.
+func TestBrowserNarrowScreenPagesFit(t *testing.T) {
+	t.Parallel()
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	const q = "billing_webhooks_reconcile_european_payment"
+	pgtest.CreateQueue(t, st, q)
+	ids := pgtest.DeadLetter(t, st, q, pgtest.DeadSpec{Kind: "Billing::Webhooks::ReconcileEuropeanPaymentProviderEventsJob", Class: "Stripe::InvalidRequestError", Message: "No_such_payment_intent_pi_3NqLk2Fz8Hc0aBcDeFgHiJkLmNoPqRsTuVwXyZ_in_test_mode"})
+	pgtest.Retrying(t, st, q)
+	const breaker = "stripe_european_payment_provider_api_breaker"
+	ctx := pgtest.Context(t)
+	if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.BreakerFailure(ctx, breaker, "503 from the bank"); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Held(t, st, q, breaker)
+	base := "http://" + serve(t, st, serverOpts{})
+	b.do("narrow the screen", chromedp.EmulateViewport(375, 800))
+	for _, p := range []struct{ path, name string }{
+		{"/", "overview"},
+		{"/circuits", "circuits"},
+		{"/dlq/message?queue=" + q + "_dlq&id=" + strconv.FormatInt(ids[0], 10), "message"},
+	} {
+		b.do("open "+p.path, chromedp.Navigate(base+p.path), page(p.name))
+		// The payload's editor, where the page has one, is opened first.
+		w, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("details").forEach(d => d.open = true), document.documentElement.scrollWidth`))
+		if err != nil || w > 375 {
+			t.Errorf("at 375 px, %s is %d px wide (%v); want 375 px at most", p.path, w, err)
 		}
 	}
 }
