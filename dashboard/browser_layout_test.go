@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -91,5 +92,57 @@ func TestBrowserNarrowScreenPagesFit(t *testing.T) {
 		if err != nil || w > 375 {
 			t.Errorf("at 375 px, %s is %d px wide (%v); want 375 px at most", p.path, w, err)
 		}
+	}
+}
+
+// until evaluates expr until it gives a value other than "", and returns
+// it: a page reloaded meanwhile, whose expression lost its document, is
+// asked again.
+func (b tab) until(what, expr string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	for {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+		if err == nil && got != "" {
+			return got
+		}
+		select {
+		case <-ctx.Done():
+			b.t.Fatalf("%s: %v (last: %q, %v); the page shows: %.2000s", what, ctx.Err(), got, err, b.shown())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// A page refreshing itself (?refresh=N) does not reload while a person
+// types a filter, which a reload lost with its focus; the filter, sent,
+// keeps the page refreshing; and a page nobody types in still reloads.
+func TestBrowserRefreshWaitsForTyping(t *testing.T) {
+	t.Parallel()
+	b := tab{t: t, ctx: chrome(t)}
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	q := pgtest.NewQueue(t, st, "dash_refresh")
+	pgtest.DeadLetter(t, st, q, pgtest.DeadSpec{Kind: "charge", Message: "gateway timeout"})
+	base := "http://" + serve(t, st, serverOpts{})
+	const typed = "gateway time"
+	b.do("open the dead letters, refreshing", chromedp.Navigate(base+"/dlq?refresh=5"), page("groups"),
+		chromedp.Evaluate[chromedp.Void](`window.kept = "kept"`),
+		chromedp.Click(chromedp.ID("f-text")), chromedp.SendKeys(chromedp.ID("f-text"), typed))
+	// The refresh is due while the text is typed and not sent: the page
+	// says it held its reload back, or reloads.
+	if got := b.until("wait for the refresh", `document.querySelector("main[data-refresh-held]") ? "held" : (window.kept ? "" : "reloaded")`); got != "held" {
+		t.Fatalf("the refresh came while a filter was typed: the page %s", got)
+	}
+	if got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`window.kept + " " + document.activeElement.id + " " + document.getElementById("f-text").value`)); err != nil || got != "kept f-text "+typed {
+		t.Fatalf("after the refresh was due, the page, its focus and the filter read %q (%v); want %q", got, err, "kept f-text "+typed)
+	}
+	b.do("send the filter", chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)), loaded("groups", "text="))
+	if loc := b.location(); !strings.Contains(loc, "refresh=5") {
+		t.Fatalf("the filter sent from a refreshing page went to %s, which does not refresh", loc)
+	}
+	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.kept = "kept"`))
+	if got := b.until("wait for the refresh", `window.kept ? "" : "reloaded"`); got != "reloaded" {
+		t.Fatalf("a refreshing page nobody typed in: %s", got)
 	}
 }

@@ -5,10 +5,12 @@
 // query into one request of package ops, calls the operation and renders
 // its result; every action is an operation too, recorded in the audit log
 // with the client "dashboard". The pages work without JavaScript, and
-// their assets are embedded in the binary; with it, two small scripts of
-// its own send each form once and update the overview's counts from
-// /live (static/live.js), and check a corrected payload as it is typed
-// (static/editor.js).
+// their assets are embedded in the binary; with it, small scripts of its
+// own send each form once and update the overview's counts from /live
+// (static/live.js), check a corrected payload as it is typed
+// (static/editor.js), and refresh a page asked to refresh itself, but
+// not while a form on it holds what the person has not sent
+// (static/refresh.js).
 //
 // The handler does not check Host and Origin headers itself: it is meant
 // to be mounted behind the checks of the MCP server's HTTP transport

@@ -193,6 +193,9 @@ type deadData struct {
 	Reasons []string
 	// Action is the page the filter form shows.
 	Action string
+	// Refresh is the page's auto-refresh in seconds, which its filter
+	// form keeps; 0 for none.
+	Refresh int
 }
 
 // Link is the path p with the filter in its query.
@@ -248,7 +251,7 @@ func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	sum.Notes = ops.WordAsks(sum.Notes, sum.Asks, pageNote(""))
 	v.Title, v.Nav = ofQueue("Dead letters", f.Queue), "dlq"
-	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq"}, Summary: sum, Cursor: q.Get("cursor")})
+	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq", Refresh: v.Refresh}, Summary: sum, Cursor: q.Get("cursor")})
 }
 
 // listData is the list of dead messages'.
@@ -268,7 +271,7 @@ func (s *server) deadList(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	list.Notes = ops.WordAsks(list.Notes, list.Asks, pageNote(""))
 	v.Title, v.Nav = ofQueue("Dead messages", f.Queue), "dlq"
-	s.render(w, r, http.StatusOK, "list", v, listData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq/messages"}, List: list, Cursor: q.Get("cursor")})
+	s.render(w, r, http.StatusOK, "list", v, listData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq/messages", Refresh: v.Refresh}, List: list, Cursor: q.Get("cursor")})
 }
 
 // messageData is a dead message's page.

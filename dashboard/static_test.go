@@ -24,7 +24,7 @@ func TestAssetAddressesCarryTheirVersion(t *testing.T) {
 	ids := pgtest.DeadLetterN(t, st, q, 1, pgtest.DeadSpec{Kind: "k", Message: "boom"})
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	seen := map[string]bool{}
-	for _, path := range []string{"/", pageURLOf("/dlq/message", "queue", q+"_dlq", "id", strconv.FormatInt(ids[0], 10))} {
+	for _, path := range []string{"/?refresh=10", pageURLOf("/dlq/message", "queue", q+"_dlq", "id", strconv.FormatInt(ids[0], 10))} {
 		_, page, _ := b.get(path)
 		for _, m := range assetRE.FindAllStringSubmatch(page, -1) {
 			seen[m[1]] = true
@@ -35,7 +35,7 @@ func TestAssetAddressesCarryTheirVersion(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"style.css", "live.js", "editor.js", "icon.svg"} {
+	for _, name := range []string{"style.css", "live.js", "editor.js", "refresh.js", "icon.svg"} {
 		if !seen[name] {
 			t.Errorf("no page loads %s at a versioned address (saw %v)", name, seen)
 		}
