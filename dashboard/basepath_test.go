@@ -179,7 +179,7 @@ func TestBasePathEveryPageAndForm(t *testing.T) {
 	token2 := csrf(t, pages[base+"/"])
 	msg := fmt.Sprintf("/dlq/message?queue=%s_dlq&id=%d&payload=1", q, ids[0])
 	_, page, _ = b.get(msg)
-	for _, action := range []string{"/dlq/message/retry", "/dlq/message/discard", "/dlq/message/correct", "/logout"} {
+	for _, action := range []string{"/dlq/selected", "/dlq/message/correct", "/logout"} {
 		if !hasAddress(t, page, "action", base+action) {
 			t.Errorf("the message page has no form sent to %s%s", base, action)
 		}

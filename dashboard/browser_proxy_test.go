@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +19,8 @@ import (
 // Behind a reverse proxy that forwards /pgbus/ to pgbus serve --base-path
 // /pgbus unchanged (as nginx's location /pgbus/ { proxy_pass
 // http://127.0.0.1:8080; } does), a person logs in, opens the dead
-// letters, follows the links to a dead message and retries it: every page
+// letters, follows the links to a dead message and retries it after its
+// preview: every page
 // stays under /pgbus/ on the proxy, its script and styles load under the
 // Content-Security-Policy, and the message moves back to its queue.
 func TestBrowserBehindProxyUnderBasePath(t *testing.T) {
@@ -75,14 +75,18 @@ func TestBrowserBehindProxyUnderBasePath(t *testing.T) {
 	if loc, want := b.location(), fmt.Sprintf("%s/dlq/message?queue=%s_dlq&id=%d", site, q, ids[0]); loc != want {
 		t.Fatalf("the message page is at %s, want %s", loc, want)
 	}
-	if code := b.status("retry it", chromedp.Click(chromedp.CSS(`form[action="`+base+`/dlq/message/retry"] button`))); code != http.StatusOK {
+	if code := b.status("preview its retry", chromedp.Click(chromedp.CSS(`form[action="`+base+`/dlq/selected"] button`))); code != http.StatusOK {
+		t.Fatalf("the retry's preview: status %d", code)
+	}
+	b.do("see the preview", page("selected"))
+	if code := b.status("retry it", chromedp.Click(chromedp.CSS(`form.confirm[action="`+base+`/dlq/selected"] button[type="submit"]`))); code != http.StatusOK {
 		t.Fatalf("the retry: status %d", code)
 	}
-	b.do("see it done", page("done"))
-	if text := b.text("main"); !strings.Contains(text, "Moved back to "+q) {
+	b.do("see it done", page("selected"))
+	if text := b.text("h1"); text != "Retried 1 message" {
 		t.Fatalf("after the retry: %q", text)
 	}
-	if loc := b.location(); loc != site+"/dlq/message/retry" {
+	if loc := b.location(); loc != site+"/dlq/selected" {
 		t.Fatalf("the retry was sent to %s, not through the proxy under the base path", loc)
 	}
 	if n := deadCount(t, svc, ops.DeadFilter{Queue: q}); n != 0 {

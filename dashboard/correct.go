@@ -97,7 +97,7 @@ func (s *server) typedPayload(r *http.Request, dlq string, id int64) (text strin
 	trimmed := strings.TrimSpace(text)
 	switch {
 	case trimmed == "":
-		return text, nil, "Type the corrected payload as JSON: the whole payload the message is to run with. To retry it with its stored payload, use “Retry this message” instead."
+		return text, nil, "Type the corrected payload as JSON: the whole payload the message is to run with. To retry it with its stored payload, use “Retry this message…” instead."
 	case len(text) > maxEditorBytes:
 		return text, nil, fmt.Sprintf("The corrected payload is %s bytes; the dashboard takes at most %s: correct a larger payload with pgbus dlq retry ID --queue DLQ --payload @FILE.", num(len(text)), num(maxEditorBytes))
 	}

@@ -13,9 +13,10 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// The page of a message whose deadline has passed offers to clear it with
-// the retry; a retry without it leaves the message, saying why, and one
-// with it moves the message back without its deadline.
+// The page of a message whose deadline has passed says so, and its
+// retry's preview offers to clear it; a retry without it leaves the
+// message, saying why, and one with it moves the message back without its
+// deadline.
 func TestRetryPastTheDeadlineFromItsPage(t *testing.T) {
 	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
@@ -27,12 +28,16 @@ func TestRetryPastTheDeadlineFromItsPage(t *testing.T) {
 	b := newBrowser(t, serve(t, st, serverOpts{}))
 	msg := func(id int64) string { return fmt.Sprintf("/dlq/message?queue=%s_dlq&id=%d", q, id) }
 
-	if _, page, _ := b.get(msg(ids[1])); strings.Contains(page, `name="clear_deadline"`) {
+	const passed = "a retry leaves it here unless it clears the deadline, which the retry"
+	if _, page, _ := b.get(msg(ids[1])); strings.Contains(page, passed) {
 		t.Fatalf("the page of a message without a deadline offers to clear one:\n%s", page)
 	}
 	_, page, _ := b.get(msg(ids[0]))
-	if !strings.Contains(page, `name="clear_deadline"`) || !strings.Contains(page, `datetime="2020-01-01T00:00:00Z"`) {
-		t.Fatalf("the page of a message past its deadline does not offer to clear it:\n%s", page)
+	if !strings.Contains(page, passed) || !strings.Contains(page, `datetime="2020-01-01T00:00:00Z"`) {
+		t.Fatalf("the page of a message past its deadline does not say its retry's preview offers to clear it:\n%s", page)
+	}
+	if _, preview, _ := b.get(fmt.Sprintf("/dlq/selected?verb=retry&queue=%s_dlq&id=%d", q, ids[0])); !strings.Contains(preview, `<input type="checkbox" name="clear_deadline" value="1" required>`) {
+		t.Fatalf("the retry's preview of a message past its deadline does not offer to clear it:\n%s", preview)
 	}
 	form := url.Values{"csrf": {csrf(t, page)}, "queue": {q + "_dlq"}, "id": {fmt.Sprint(ids[0])}}
 	if code, page, _ := b.post("/dlq/message/retry", form, nil); code != http.StatusOK || !strings.Contains(page, "was not retried") || !strings.Contains(page, "deadline") {
