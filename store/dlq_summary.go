@@ -398,8 +398,9 @@ type trackedGroup struct {
 // summaryFromGroups summarizes tracked DLQs: it adds up the counts of
 // pgbus.dlq_group_counts (one row per group and reason), keeps the groups that
 // can be among the largest MaxDeadGroups (those as large as the
-// MaxDeadGroups-th, ties included), and reads their first and last times
-// and sample ids from the DLQs' group indexes, two probes per group. After
+// MaxDeadGroups-th, ties included), picks those the page lists by their
+// last times (pickDeadGroups), and reads the first times and sample ids of
+// those alone from the DLQs' group indexes, two probes per group. After
 // a group (after), it keeps those smaller than it that can be among the
 // largest MaxDeadGroups of them, and every group as large as it, whose
 // place before or after it only their last times, probed, tell.
@@ -452,31 +453,148 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 	if err != nil || len(found) == 0 {
 		return nil, total, err
 	}
+	picked, tied, err := pickDeadGroups(ctx, tx, found, f.Reason, after)
+	if err != nil {
+		return nil, deadTotals{}, err
+	}
+	if after != nil {
+		// As large as the group after, and ranked after it: counted as
+		// after it, as those smaller than it already are.
+		total.afterGroups += tied
+		total.afterMessages += int64(tied) * after.Count
+	}
 	byDLQ := map[string][]*trackedGroup{}
-	for i := range found {
-		byDLQ[found[i].DLQ] = append(byDLQ[found[i].DLQ], &found[i])
+	for _, g := range picked {
+		byDLQ[g.DLQ] = append(byDLQ[g.DLQ], g)
 	}
 	if err := probeDeadGroups(ctx, tx, byDLQ, f.Reason); err != nil {
 		return nil, deadTotals{}, err
 	}
-	out := make([]DeadGroup, 0, len(found))
-	for _, g := range found {
-		if len(g.SampleMsgIDs) == 0 { // the counts were stale: a DLQ written with its triggers off
+	out := make([]DeadGroup, 0, len(picked))
+	for _, g := range picked {
+		if len(g.SampleMsgIDs) == 0 { // no message: cannot be, in the snapshot its last time was read in
 			continue
-		}
-		g.Group = groupKeyText(g.key)
-		if after != nil && g.Count == after.Count {
-			// As large as the group after: listed, and counted as after
-			// it, only when it ranks after it.
-			if compareDeadGroups(g.DeadGroup, *after) <= 0 {
-				continue
-			}
-			total.afterGroups++
-			total.afterMessages += g.Count
 		}
 		out = append(out, g.DeadGroup)
 	}
 	return out, total, nil
+}
+
+// pickDeadGroups returns, of found, the groups a page lists, each with its
+// key as text and its last time: the first MaxDeadGroups in the order of
+// compareDeadGroups of those that rank after the group after (every one
+// without it) and hold a message (the counts of a DLQ written with its
+// triggers off can be stale), in that order; and how many of those as
+// large as after rank after it. To order them it reads only their last
+// times, one index probe per group (probeLastTimes), and only of the sizes
+// the page reaches: from the largest down, whole sizes at a time, until
+// the groups read hold a page. Only the groups picked are then probed in
+// full, rather than every group tied with the last one listed: a long
+// tail of groups of one message each, all tied, had every one of its
+// groups probed in full on every page.
+func pickDeadGroups(ctx context.Context, tx pgx.Tx, found []trackedGroup, reason string, after *DeadGroup) ([]*trackedGroup, int, error) {
+	bySize := make([]*trackedGroup, len(found))
+	for i := range found {
+		bySize[i] = &found[i]
+		bySize[i].Group = groupKeyText(found[i].key)
+	}
+	slices.SortFunc(bySize, func(a, b *trackedGroup) int { return cmp.Compare(b.Count, a.Count) })
+	var picked []*trackedGroup
+	tied, need := 0, MaxDeadGroups
+	for i := 0; i < len(bySize) && need > 0; {
+		// The sizes of at least need groups, whole: the first holds every
+		// group as large as after, which the totals count.
+		j := min(i+need, len(bySize))
+		for j < len(bySize) && bySize[j].Count == bySize[j-1].Count {
+			j++
+		}
+		top, n, t, err := probeLastTimes(ctx, tx, bySize[i:j], reason, after, need)
+		if err != nil {
+			return nil, 0, err
+		}
+		picked, tied, need, i = append(picked, top...), tied+t, need-n, j
+	}
+	slices.SortFunc(picked, func(a, b *trackedGroup) int { return compareDeadGroups(a.DeadGroup, b.DeadGroup) })
+	return picked[:min(len(picked), MaxDeadGroups)], tied, nil
+}
+
+// probeLastTimes reads the last time of each of groups that holds a
+// message (with a reason, a message of that reason), one statement per
+// DLQ, all in one round trip. Of those that rank after the group after
+// (all without one), it returns each DLQ's first limit in the order of
+// compareDeadGroups, with their last times set, how many rank after it
+// in all, and how many of those are as large as after.
+func probeLastTimes(ctx context.Context, tx pgx.Tx, groups []*trackedGroup, reason string, after *DeadGroup, limit int) ([]*trackedGroup, int, int, error) {
+	byDLQ := map[string][]*trackedGroup{}
+	for _, g := range groups {
+		byDLQ[g.DLQ] = append(byDLQ[g.DLQ], g)
+	}
+	batch := &pgx.Batch{}
+	var top []*trackedGroup
+	var ranked, tied int
+	for dlq, gs := range byDLQ {
+		keys, sizes := make([]string, len(gs)), make([]int64, len(gs))
+		for i, g := range gs {
+			keys[i], sizes[i] = g.Group, g.Count
+		}
+		var afterN *int64
+		var afterAt *time.Time
+		var afterKey *string
+		var dlqAfter, dlqSame bool
+		if after != nil {
+			afterN, afterAt, afterKey = &after.Count, &after.LastDeadAt, &after.Group
+			dlqAfter, dlqSame = dlq > after.DLQ, dlq == after.DLQ
+		}
+		q := &deadQuery{args: []any{keys, sizes, limit, afterN, afterAt, dlqAfter, dlqSame, afterKey}}
+		of := probeReason(q, reason)
+		// The probe orders by the cause key first, as probeDeadGroups'
+		// do, so that only the cause index gives its order.
+		batch.Queue(`
+			WITH c AS (
+				SELECT k.i, k.n, k.key, l.at
+				FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS k(key, n, i)
+				CROSS JOIN LATERAL (
+					SELECT d.enqueued_at AS at FROM `+queueTable(dlq)+` d
+					WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key`+of+`
+					ORDER BY pgbus.dlq_cause_key(d.headers, d.message) DESC, d.enqueued_at DESC, d.msg_id DESC LIMIT 1) l
+				WHERE $4::bigint IS NULL OR k.n < $4::bigint OR l.at < $5::timestamptz
+				   OR l.at = $5::timestamptz AND ($6::boolean OR $7::boolean AND k.key::text COLLATE "C" > $8::text)
+			)
+			SELECT i, at, count(*) OVER (), count(*) FILTER (WHERE n = $4::bigint) OVER ()
+			FROM c ORDER BY n DESC, at DESC, key::text COLLATE "C" LIMIT $3::int`, q.args...).
+			Query(func(rows pgx.Rows) error {
+				var i, n, t int
+				var at time.Time
+				for rows.Next() {
+					if err := rows.Scan(&i, &at, &n, &t); err != nil {
+						return err
+					}
+					if i < 1 || i > len(gs) {
+						continue
+					}
+					gs[i-1].LastDeadAt = at
+					top = append(top, gs[i-1])
+				}
+				ranked, tied = ranked+n, tied+t
+				return rows.Err()
+			})
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, 0, 0, err
+	}
+	return top, ranked, tied, nil
+}
+
+// probeReason is the condition a probe of a DLQ row d adds for a
+// summary's reason ("" without one), its parameter added to q.
+func probeReason(q *deadQuery, reason string) string {
+	switch reason {
+	case "":
+		return ""
+	case ReasonNotRecorded:
+		return ` AND coalesce(` + sqlDeadBlock + `->>'reason', '') = ''`
+	}
+	return ` AND ` + sqlDeadBlock + `->>'reason' = ` + q.arg(reason)
 }
 
 // probeDeadGroups fills in first and last times and sample ids, one
@@ -488,15 +606,8 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 // after (or before) the one probed, seconds when failures came in bursts.
 func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*trackedGroup, reason string) error {
 	batch := &pgx.Batch{}
-	of := ""
-	switch reason {
-	case "":
-	case ReasonNotRecorded:
-		of = ` AND coalesce(` + sqlDeadBlock + `->>'reason', '') = ''`
-	default:
-		of = ` AND ` + sqlDeadBlock + `->>'reason' = $2`
-	}
 	for dlq, groups := range byDLQ {
+		probeOf(ctx).fullyProbed(len(groups))
 		// As text: a mode that does not ask the server for the types of
 		// parameters (default_query_exec_mode=exec or simple_protocol)
 		// cannot encode [16]byte.
@@ -504,10 +615,9 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 		for i, g := range groups {
 			keys[i] = groupKeyText(g.key)
 		}
-		args := []any{keys}
-		if of != "" && reason != ReasonNotRecorded {
-			args = append(args, reason)
-		}
+		q := &deadQuery{args: []any{keys}}
+		of := probeReason(q, reason)
+		args := q.args
 		t := queueTable(dlq)
 		batch.Queue(`
 			SELECT k.i, f.at, s.ats, s.ids, s.msg, s.trips
@@ -608,6 +718,8 @@ type summaryProbe struct {
 	indexAlways bool
 	mu          sync.Mutex
 	scanned     []string
+	// probed counts the groups probeDeadGroups probed in full.
+	probed int
 }
 
 type summaryProbeKey struct{}
@@ -624,6 +736,16 @@ func (p *summaryProbe) only() bool { return p != nil && p.scanOnly }
 // indexed reports whether p makes summaries read through the group
 // index wherever it can.
 func (p *summaryProbe) indexed() bool { return p != nil && p.indexAlways }
+
+// fullyProbed counts n groups probed in full.
+func (p *summaryProbe) fullyProbed(n int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.probed += n
+}
 
 func (p *summaryProbe) saw(dlqs []string) {
 	if p == nil {

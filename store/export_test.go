@@ -138,6 +138,18 @@ func ObserveSummaryScans(ctx context.Context, indexAlways bool) (context.Context
 	}
 }
 
+// ObserveSummaryProbes returns ctx under which summaries count the groups
+// whose first time, samples and newest message they probe through the
+// pgbus.dlq_group_counts way, and a function that returns the count.
+func ObserveSummaryProbes(ctx context.Context) (context.Context, func() int) {
+	p := &summaryProbe{}
+	return context.WithValue(ctx, summaryProbeKey{}, p), func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.probed
+	}
+}
+
 // ForceSummaryScan returns ctx under which summaries read every DLQ
 // message by message, as they did before any other way: what the other
 // ways are tested against.

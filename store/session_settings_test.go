@@ -147,6 +147,15 @@ func TestDeadSummaryInTextModes(t *testing.T) {
 			if err != nil || len(groups) != 1 || groups[0].Count != 2 || len(groups[0].SampleMsgIDs) != 2 {
 				t.Fatalf("summarize the DLQ of %s: %+v, %v; want one group of %v", q, groups, err, ids)
 			}
+			f := store.DeadFilter{Queue: q, Reason: groups[0].Reasons[0]}
+			cursor, err := s.DeadGroupCursor(ctx, f, groups[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := s.SummarizeDeadWith(ctx, f, store.SummaryOptions{Cursor: cursor})
+			if err != nil || len(sum.Groups) != 0 || sum.TotalGroups != 1 || sum.AfterGroups != 0 {
+				t.Fatalf("summarize the DLQ of %s by reason after its one group: %+v, %v; want none after it of 1", q, sum, err)
+			}
 		})
 	}
 }
