@@ -513,15 +513,17 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 	if err != nil {
 		return DeadMessage{}, err
 	}
-	m, err := s.store.ShowDead(ctx, dlq, req.MsgID)
+	// The payload is read only when shown, and then only once the view
+	// holds its share of the gate, so that views waiting for theirs hold
+	// no copy of theirs; the safe fields' values are read where it is.
+	shown := s.viewer(req.IncludePayload).showPay
+	m, err := s.store.ShowDeadRead(ctx, dlq, req.MsgID, store.DeadRead{Fields: s.opts.SafeFields, FieldChars: fieldReadChars})
 	if err != nil {
 		return DeadMessage{}, explain(err, hint(OpDLQList, "lists what is still dead", "queue", baseQueue(dlq)))
 	}
-	// Its payload is redacted and previewed when shown, and read for its
-	// safe fields when not.
-	size, shown := 0, s.viewer(req.IncludePayload).showPay
-	if shown || len(s.opts.SafeFields) > 0 {
-		size = len(m.Payload)
+	size := 0
+	if shown {
+		size = m.PayloadBytes
 	}
 	release, err := s.viewShare(ctx, size, fmt.Sprintf("the view of message %d of %s", m.MsgID, m.DLQ), shown,
 		hint(OpDLQShow, "show it again once the other views of large payloads are done", "queue", m.DLQ, "msg_id", m.MsgID))
@@ -529,6 +531,12 @@ func (s *Service) DLQShow(ctx context.Context, req DLQShowRequest) (_ DeadMessag
 		return DeadMessage{}, err
 	}
 	defer release()
+	if shown {
+		if m.Payload, err = s.store.DeadPayload(ctx, m.DLQ, m.MsgID); err != nil {
+			return DeadMessage{}, explain(err, hint(OpDLQList, "lists what is still dead", "queue", baseQueue(m.DLQ)))
+		}
+		s.views.read.Add(int64(len(m.Payload)))
+	}
 	return s.deadView(m, req.IncludePayload, req.FullHistory, s.droppedStats(ctx, baseQueue(m.DLQ))), nil
 }
 
@@ -569,7 +577,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 	v := s.viewerWith(askedPayload, b)
 	out := DeadMessage{
 		DLQ: m.DLQ, Queue: baseQueue(m.DLQ), MsgID: m.MsgID, Kind: shownKind(m.Kind), ReadCount: m.ReadCount,
-		DeadLetteredAt: m.DeadLetteredAt, PayloadBytes: len(m.Payload), Notes: []string{},
+		DeadLetteredAt: m.DeadLetteredAt, PayloadBytes: m.PayloadBytes, Notes: []string{},
 	}
 	note := func(n string) {
 		if n != "" {
@@ -581,7 +589,7 @@ func (s *Service) deadViewWith(m store.DeadMessage, askedPayload, full bool, b B
 		note(NotRecordedNote)
 	}
 	if pay.fields == nil {
-		pay.fields = findFields(s.opts.SafeFields, m.Payload)
+		pay.fields = readFields(m.Fields)
 	}
 	out.SafeFields = v.shownFields(pay.fields)
 	var n string

@@ -25,3 +25,7 @@ func ViewsWaiting(s *Service) int64 { return s.views.waiting.Load() }
 // WhileViewHeld makes f run while a call of s holds its share of the
 // payload bytes views may work on, before it views.
 func WhileViewHeld(s *Service, f func()) { s.views.whileHeld = f }
+
+// ViewPayloadBytesRead returns the payload bytes the views of s read from
+// the store so far.
+func ViewPayloadBytesRead(s *Service) int64 { return s.views.read.Load() }

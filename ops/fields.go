@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/pgbus/pgbus/internal/redact"
@@ -71,21 +70,25 @@ type fieldValues struct {
 	fields, values []string
 }
 
-// findFields reads the values of fields in payload.
-func findFields(fields []string, payload json.RawMessage) *fieldValues {
+// fieldReadChars is how much of a safe field's value is read: the characters
+// a view shows (fieldText) and the margin it redacts past them, and one
+// more, by which it knows the value was longer.
+const fieldReadChars = store.MaxFieldValueChars + redactMargin + 1
+
+// readFields are the values of the safe fields the store read from a
+// payload: a string as it is, any other value as JSON written plainly, as
+// PostgreSQL's #>> shows numbers; an object or array too large to read
+// whole as the database wrote its start.
+func readFields(read []store.FieldRead) *fieldValues {
 	out := &fieldValues{}
-	if len(fields) == 0 {
-		return out
-	}
-	// Numbers as written, as PostgreSQL's #>> shows them.
-	doc, ok := redact.Decode(payload)
-	if !ok {
-		return out
-	}
-	for _, f := range fields {
-		if val, ok := lookupField(doc, strings.Split(f, ".")); ok {
-			out.fields, out.values = append(out.fields, f), append(out.values, val)
+	for _, f := range read {
+		val := f.Value
+		if f.JSON {
+			if doc, ok := redact.Decode(json.RawMessage(val)); ok {
+				val = string(marshalPlain(doc))
+			}
 		}
+		out.fields, out.values = append(out.fields, f.Field), append(out.values, val)
 	}
 	return out
 }
@@ -101,33 +104,6 @@ func (v *viewer) shownFields(fv *fieldValues) map[string]string {
 		out[f] = v.fieldText(f, fv.values[i])
 	}
 	return out
-}
-
-// lookupField follows path into doc: a string as it is, any other value
-// as JSON. ok is false when the path leads nowhere or to null.
-func lookupField(doc any, path []string) (string, bool) {
-	for _, k := range path {
-		switch x := doc.(type) {
-		case map[string]any:
-			doc = x[k]
-		case []any:
-			i, err := strconv.Atoi(k)
-			if err != nil || i < 0 || i >= len(x) {
-				return "", false
-			}
-			doc = x[i]
-		default:
-			return "", false
-		}
-	}
-	switch x := doc.(type) {
-	case nil:
-		return "", false
-	case string:
-		return x, true
-	default:
-		return string(marshalPlain(x)), true
-	}
 }
 
 // FieldBreakdown counts the messages of a group by the value of a safe

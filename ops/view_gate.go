@@ -28,6 +28,8 @@ type viewGate struct {
 	// held is what calls hold now, peak the most they held at once,
 	// waiting how many calls wait for their share.
 	held, peak, waiting atomic.Int64
+	// read counts the payload bytes views read from the store.
+	read atomic.Int64
 	// whileHeld, when set (tests), runs while a call holds its share.
 	whileHeld func()
 }

@@ -145,6 +145,12 @@ type DeadMessage struct {
 	ReadCount      int             `json:"read_ct"`
 	DeadLetteredAt time.Time       `json:"dead_lettered_at"`
 	Payload        json.RawMessage `json:"payload"`
+	// PayloadBytes is the size of the stored payload as JSON text, read
+	// whether or not Payload was.
+	PayloadBytes int `json:"payload_bytes"`
+	// Fields are the values of the payload fields asked for
+	// (DeadRead.Fields) that the payload has, in the order asked.
+	Fields []FieldRead `json:"fields,omitempty"`
 	// Headers are the row's headers as stored, the block included.
 	Headers json.RawMessage `json:"headers"`
 	// Block is nil for a message put in the DLQ by something else than

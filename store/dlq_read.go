@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -110,6 +111,46 @@ func parseDeadBlock(raw []byte) *DeadLetterBlock {
 // ShowDead returns one dead message with its payload, headers, block and
 // failure history. dlq may name the DLQ (orders_dlq) or its queue (orders).
 func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMessage, error) {
+	return s.ShowDeadRead(ctx, dlq, msgID, DeadRead{Payload: true})
+}
+
+// DeadRead says what ShowDeadRead reads of a dead message's payload,
+// which may be as large as MaxPayloadBytes: a view that does not show it
+// leaves it in the database.
+type DeadRead struct {
+	// Payload reads the payload whole; without it DeadMessage.Payload is
+	// nil, and PayloadBytes still gives its size.
+	Payload bool
+	// Fields are payload fields (keys joined by dots, a digit-only key
+	// indexing an array, as DeadFilter's field paths) whose values are read
+	// into DeadMessage.Fields, each cut to FieldChars characters (when
+	// FieldChars is positive) unless it is an object or array of at most
+	// MaxFieldJSONBytes, read whole.
+	Fields     []string
+	FieldChars int
+}
+
+// MaxFieldJSONBytes bounds an object or array that ShowDeadRead reads whole
+// as a field's value: a larger one is read as text, cut to
+// DeadRead.FieldChars.
+const MaxFieldJSONBytes = 64 << 10
+
+// FieldRead is the value of one payload field that ShowDeadRead read.
+type FieldRead struct {
+	Field string `json:"-"`
+	// Value is a string as it is, any other value as JSON as the
+	// database writes it (#>>), cut unless JSON.
+	Value string `json:"value"`
+	// JSON says Value is an object or array read whole.
+	JSON bool `json:"json"`
+	// Index is the field's place in DeadRead.Fields.
+	Index int `json:"i"`
+}
+
+// ShowDeadRead returns one dead message with its headers, block, failure
+// history and the size of its payload, and of the payload what r asks
+// for. dlq may name the DLQ (orders_dlq) or its queue (orders).
+func (s *Store) ShowDeadRead(ctx context.Context, dlq string, msgID int64, r DeadRead) (DeadMessage, error) {
 	name, err := s.resolveDLQ(ctx, dlq)
 	if err != nil {
 		return DeadMessage{}, err
@@ -117,12 +158,33 @@ func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMess
 	if msgID <= 0 {
 		return DeadMessage{}, invalidf("show dead message: id %d is not valid; ids are positive", msgID)
 	}
+	paths := make([][]string, len(r.Fields))
+	for i, f := range r.Fields {
+		paths[i] = strings.Split(f, ".")
+	}
+	pathsJSON, err := json.Marshal(paths)
+	if err != nil {
+		return DeadMessage{}, fmt.Errorf("store: show dead message %d in %q: %w", msgID, name, err)
+	}
+	chars := r.FieldChars
+	if chars <= 0 {
+		chars = MaxPayloadBytes
+	}
 	m := DeadMessage{DLQ: name}
 	var kind *string
-	var payload, headers, block []byte
-	err = s.reads.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlDeadKind+`, message, headers, `+sqlDeadBlock+`
-		FROM `+queueTable(name)+` WHERE msg_id = $1`, msgID).
-		Scan(&m.MsgID, &m.ReadCount, &m.DeadLetteredAt, &kind, &payload, &headers, &block)
+	var payload, headers, block, fields []byte
+	// The fields' values are read where the payload is, one row each for
+	// those the payload has (not null), in the order asked.
+	err = s.reads.QueryRow(ctx, `SELECT msg_id, read_ct, enqueued_at, `+sqlDeadKind+`, CASE WHEN $2 THEN message END,
+		coalesce(octet_length(message::text), 0), headers, `+sqlDeadBlock+`,
+		(SELECT coalesce(jsonb_agg(jsonb_build_object('i', p.i - 1, 'json', f.whole,
+			'value', CASE WHEN f.whole THEN v.v::text ELSE left(v.v #>> '{}', $4) END) ORDER BY p.i), '[]')
+		 FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS p(path, i)
+		 CROSS JOIN LATERAL (SELECT message #> ARRAY(SELECT jsonb_array_elements_text(p.path)) AS v) v
+		 CROSS JOIN LATERAL (SELECT jsonb_typeof(v.v) IN ('object', 'array') AND octet_length(v.v::text) <= $5 AS whole) f
+		 WHERE jsonb_typeof(v.v) IS DISTINCT FROM 'null' AND v.v IS NOT NULL)
+		FROM `+queueTable(name)+` WHERE msg_id = $1`, msgID, r.Payload, string(pathsJSON), chars, MaxFieldJSONBytes).
+		Scan(&m.MsgID, &m.ReadCount, &m.DeadLetteredAt, &kind, &payload, &m.PayloadBytes, &headers, &block, &fields)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return DeadMessage{}, deadGoneErr(name, msgID)
@@ -135,10 +197,41 @@ func (s *Store) ShowDead(ctx context.Context, dlq string, msgID int64) (DeadMess
 		m.Kind = *kind
 	}
 	m.Payload, m.Headers, m.Block = payload, headers, parseDeadBlock(block)
+	if err := json.Unmarshal(fields, &m.Fields); err != nil {
+		return DeadMessage{}, fmt.Errorf("store: read the payload fields of dead message %d in %q: %w", msgID, name, err)
+	}
+	for i := range m.Fields {
+		m.Fields[i].Field = r.Fields[m.Fields[i].Index]
+	}
 	if m.History, err = s.FailureHistory(ctx, name, msgID); err != nil {
 		return DeadMessage{}, err
 	}
 	return m, nil
+}
+
+// DeadPayload returns the payload of dead message msgID in dlq (the DLQ,
+// or its queue), for a view that read the rest of the message without it
+// (ShowDeadRead). It returns an ErrNotFound when the message is no longer
+// there.
+func (s *Store) DeadPayload(ctx context.Context, dlq string, msgID int64) (json.RawMessage, error) {
+	name, err := deadDLQOf(dlq)
+	if err != nil {
+		return nil, err
+	}
+	if msgID <= 0 {
+		return nil, invalidf("read dead payload: id %d is not valid; ids are positive", msgID)
+	}
+	var payload []byte
+	err = s.reads.QueryRow(ctx, `SELECT message FROM `+queueTable(name)+` WHERE msg_id = $1`, msgID).Scan(&payload)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, deadGoneErr(name, msgID)
+	case isUndefinedTable(err):
+		return nil, s.dlqMissing(ctx, name)
+	case err != nil:
+		return nil, fmt.Errorf("store: read the payload of dead message %d in %q: %w", msgID, name, err)
+	}
+	return payload, nil
 }
 
 // FindDead returns the DLQs that hold a message with id msgID, by name. Ids
