@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
@@ -76,6 +78,50 @@ func BenchmarkOverviewManyQueues(b *testing.B) {
 			res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{All: true})
 			if err != nil || len(res.Queues) != 500 || res.Queues[0].TotalSent != 20 {
 				b.Fatalf("stats of %d queues, %v; want 500 of 20 sent each", len(res.Queues), err)
+			}
+		}
+	})
+}
+
+// BenchmarkOverviewSkewedGroups measures the overview and the stats of 300
+// queues after ANALYZE saw one DLQ hold 100,000 of the 100,032 rows of the
+// dead-letter group counts (100,000 error classes), another the rest: the
+// depths must read the group counts once, not once per queue.
+func BenchmarkOverviewSkewedGroups(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	svc := newService(b, s, ops.Options{})
+	ctx := pgtest.Context(b)
+	var queues []string
+	for range 300 {
+		queues = append(queues, pgtest.NewQueue(b, s, "skew"))
+	}
+	for i, n := range []int{100_000, 32} {
+		if _, err := s.Pool().Exec(ctx, `INSERT INTO `+pgx.Identifier{"pgmq", "q_" + store.DLQName(queues[i])}.Sanitize()+` (vt, message, headers)
+			SELECT now(), '{}', jsonb_build_object('pgbus_kind', 'k', 'pgbus_dead_letter',
+			       jsonb_build_object('source_queue', 'src', 'error_class', 'E' || g, 'reason', 'max_retries_exceeded'))
+			FROM generate_series(1, $1::int) g`, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := s.FoldDeadCounts(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `VACUUM ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("overview", func(b *testing.B) {
+		for b.Loop() {
+			o, err := svc.Overview(ctx, ops.OverviewRequest{})
+			if err != nil || len(o.Queues) != 300 {
+				b.Fatalf("overview of %d queues, %v; want 300", len(o.Queues), err)
+			}
+		}
+	})
+	b.Run("queue_stats", func(b *testing.B) {
+		for b.Loop() {
+			res, err := svc.QueueStats(ctx, ops.QueueStatsRequest{All: true})
+			if err != nil || len(res.Queues) != 300 {
+				b.Fatalf("stats of %d queues, %v; want 300", len(res.Queues), err)
 			}
 		}
 	})

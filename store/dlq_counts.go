@@ -16,6 +16,33 @@ func dlqCountedDepth(name string) string {
 			+ (SELECT coalesce(sum(delta), 0) FROM pgbus.dlq_group_deltas WHERE dlq = ` + name + `))::bigint`
 }
 
+// dlqCountedDepthsCTE is the common table expression counted_depths
+// (dlq, depth): the depth, base counts plus pending deltas, of each DLQ
+// named in the SQL text[] expression names that has any, read once for
+// all of them. A subquery per name (dlqCountedDepth) is planned from the
+// statistics of the whole table: once ANALYZE saw one DLQ hold nearly all
+// of its rows, the planner expected half the table for any DLQ and
+// scanned all of it once per name. MATERIALIZED keeps it from being
+// pushed back into a join per name.
+func dlqCountedDepthsCTE(names string) string {
+	return `counted_depths AS MATERIALIZED (
+			SELECT dlq, sum(n)::bigint AS depth
+			FROM (SELECT dlq, count AS n FROM pgbus.dlq_groups WHERE dlq = ANY(` + names + `)
+			      UNION ALL
+			      SELECT dlq, delta FROM pgbus.dlq_group_deltas WHERE dlq = ANY(` + names + `)) c
+			GROUP BY dlq)`
+}
+
+// deadHoldingSQL selects those of the DLQs named in $1, in their order,
+// that may hold messages (deadHolding).
+var deadHoldingSQL = `
+		WITH ` + dlqCountedDepthsCTE("$1::text[]") + `
+		SELECT u.n FROM unnest($1::text[]) WITH ORDINALITY AS u(n, i)
+		     CROSS JOIN LATERAL to_regclass(format('%I.%I', 'pgmq', 'q_' || u.n)) AS r
+		     LEFT JOIN counted_depths d ON d.dlq = u.n
+		WHERE r IS NULL OR NOT pgbus.dlq_groups_tracked(r) OR coalesce(d.depth, 0) <> 0 OR pg_stat_get_live_tuples(r) > 0
+		ORDER BY u.i`
+
 // deadHolding returns those of dlqs, in their order, that may hold
 // messages: all but the tracked ones whose group counts, exact at every
 // snapshot, say they are empty. A list over every DLQ then plans and locks
@@ -27,11 +54,7 @@ func dlqCountedDepth(name string) string {
 // write) are counted by no group until pgbus migrate counts them again,
 // and the list is where they still show. Neither look locks the table.
 func deadHolding(ctx context.Context, tx pgx.Tx, dlqs []string) ([]string, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT n FROM unnest($1::text[]) WITH ORDINALITY AS u(n, i),
-		     to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r
-		WHERE r IS NULL OR NOT pgbus.dlq_groups_tracked(r) OR `+dlqCountedDepth("n")+` <> 0 OR pg_stat_get_live_tuples(r) > 0
-		ORDER BY i`, dlqs)
+	rows, err := tx.Query(ctx, deadHoldingSQL, dlqs)
 	if err != nil {
 		return nil, fmt.Errorf("store: read which dead-letter queues hold messages: %w", err)
 	}

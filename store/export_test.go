@@ -174,3 +174,11 @@ func SetStatsPruneBatch(tb testing.TB, n int) {
 // DropLockTryMax is the longest a try of a queue drop waits for its
 // tables.
 const DropLockTryMax = dropLockTryMax
+
+// TableStatesSQL is the statement a depth read first runs, on the names
+// of the queue tables and DLQs it reads ($1, text[]).
+var TableStatesSQL = tableStatesSQL
+
+// DeadHoldingSQL is the statement that picks, of the DLQs named in $1
+// (text[]), those that may hold messages.
+var DeadHoldingSQL = deadHoldingSQL

@@ -370,15 +370,25 @@ func archiveTuplesSQL(reg string) string {
 		ELSE (SELECT greatest(c.reltuples, 0)::bigint FROM pg_class c WHERE c.oid = ` + reg + `) END, 0)`
 }
 
-// tableStates returns the state of the tables of each queue named.
-func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tableState, error) {
-	rows, err := s.reads.Query(ctx, `
+// tableStatesSQL reads the state of the tables of each queue named in
+// $1: its name, whether its table and archive exist, whether its table is
+// partitioned, a tracked DLQ's depth from its group counts (read once
+// for all names: dlqCountedDepthsCTE), and the
+// statistics system's counts of the live rows of its table and archive.
+var tableStatesSQL = `
+		WITH ` + dlqCountedDepthsCTE("$1::text[]") + `
 		SELECT n, r IS NOT NULL, a IS NOT NULL,
 		       coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = r), false),
-		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN `+dlqCountedDepth("n")+` END,
-		       `+liveTuplesSQL("r")+`, `+archiveTuplesSQL("a")+`
-		FROM unnest($1::text[]) AS n, to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r,
-		     to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) AS a`, names)
+		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN coalesce(d.depth, 0) END,
+		       ` + liveTuplesSQL("r") + `, ` + archiveTuplesSQL("a") + `
+		FROM unnest($1::text[]) AS n
+		     CROSS JOIN LATERAL to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r
+		     CROSS JOIN LATERAL to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) AS a
+		     LEFT JOIN counted_depths d ON d.dlq = n`
+
+// tableStates returns the state of the tables of each queue named.
+func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tableState, error) {
+	rows, err := s.reads.Query(ctx, tableStatesSQL, names)
 	if err != nil {
 		return nil, fmt.Errorf("store: read which queue tables exist: %w", err)
 	}
