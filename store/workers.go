@@ -208,6 +208,22 @@ func (s *Store) PruneWorkers(ctx context.Context, age time.Duration) (int64, err
 	return tag.RowsAffected(), nil
 }
 
+// ForgetWorkersOf deletes the registry rows of the worker processes whose
+// queues are all among queues, stopped or not, and returns how many it
+// deleted: for a benchmark that dropped the queues it made and ran its own
+// workers on, whose rows would otherwise be listed for StatsRetention. A
+// process that also worked another queue keeps its row.
+func (s *Store) ForgetWorkersOf(ctx context.Context, queues []string) (int64, error) {
+	if len(queues) == 0 {
+		return 0, nil
+	}
+	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.workers WHERE cardinality(queues) > 0 AND queues <@ $1::text[]`, queues)
+	if err != nil {
+		return 0, fmt.Errorf("store: forget the workers of queues %q: %w", queues, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // ListRubyProcesses lists the processes of the Ruby gem pgbus that beat
 // within the window, from its table public.pgbus_processes, which it only
 // reads: none where that table does not exist or the role may not read it.

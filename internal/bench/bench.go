@@ -220,7 +220,7 @@ func Run(ctx context.Context, st *store.Store, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	defer st.DropQueue(context.WithoutCancel(ctx), queue) //nolint:errcheck
+	defer dropQueues(ctx, st, []string{queue})
 	// The run writes through a pool of its own, closed before the tables'
 	// statistics are read: a server process reports its counts when it
 	// exits, where an idle one may keep them up to 10 seconds.
@@ -241,6 +241,21 @@ func Run(ctx context.Context, st *store.Store, opts Options) (Result, error) {
 	closeWork()
 	res.Tables, res.StatsLagging, err = tableStats(ctx, st, queue, res.Jobs)
 	return res, err
+}
+
+// dropQueues drops the queues a run made, and then the registry rows of
+// the workers that worked only those queues, all of them the run's own
+// (in this process or in worker processes it started), which pgbus
+// workers would otherwise list as stopped for a day. Names left empty are
+// skipped. It runs even once ctx is done; what it cannot drop a run's
+// result does not depend on, so its errors are not reported.
+func dropQueues(ctx context.Context, st *store.Store, queues []string) {
+	ctx = context.WithoutCancel(ctx)
+	made := slices.DeleteFunc(slices.Clone(queues), func(q string) bool { return q == "" })
+	for _, q := range made {
+		_ = st.DropQueue(ctx, q)
+	}
+	_, _ = st.ForgetWorkersOf(ctx, made)
 }
 
 // ownPool opens a store on st's database with a pool of its own, or
@@ -510,6 +525,10 @@ func runSteady(ctx context.Context, st *store.Store, queue string, opts Options)
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()
+	// The workers have stopped, their row written, by the time the run
+	// returns, early or not: the queue's drop forgets the row.
+	finish := sync.OnceValue(func() error { stop(); return <-done })
+	defer finish() //nolint:errcheck // the run's error is the one returned
 	began := time.Now()
 	sent, backlog, err := produce(ctx, st, queue, opts)
 	if err != nil {
@@ -519,8 +538,7 @@ func runSteady(ctx context.Context, st *store.Store, queue string, opts Options)
 		return Result{}, err
 	}
 	elapsed := time.Since(began)
-	stop()
-	<-done
+	_ = finish()
 	mu.Lock()
 	defer mu.Unlock()
 	if len(latencies) != sent {

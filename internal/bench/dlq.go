@@ -83,13 +83,7 @@ func RunDLQ(ctx context.Context, st *store.Store, opts DLQOptions) (DLQResult, e
 	}
 	res := DLQResult{Messages: opts.Messages, Queues: opts.Queues, Classes: opts.Classes}
 	queues := make([]string, opts.Queues)
-	defer func() {
-		for _, q := range queues {
-			if q != "" {
-				_ = st.DropQueue(context.WithoutCancel(ctx), q)
-			}
-		}
-	}()
+	defer func() { dropQueues(ctx, st, queues) }()
 	began := time.Now()
 	for i := range queues {
 		q, err := freshQueue(ctx, st, fmt.Sprintf("dlq%d", i))

@@ -42,6 +42,18 @@ func TestBenchBacklogInProcesses(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
 	}
+	noBenchWorkers(t, d)
+}
+
+// noBenchWorkers fails the test when the registry still lists a worker of
+// a queue bench made: bench drops its queues, and with them the rows of
+// the workers it ran on them, which pgbus workers would otherwise list,
+// stopped, for a day.
+func noBenchWorkers(t *testing.T, d db) {
+	t.Helper()
+	if n := d.count(t, `SELECT count(*) FROM pgbus.workers WHERE EXISTS (SELECT FROM unnest(queues) q WHERE q LIKE 'bench\_%')`); n != 0 {
+		t.Errorf("%d worker rows name a queue bench dropped; want none", n)
+	}
 }
 
 // The summary of a steady run counts the jobs it sent, as its JSON line
@@ -60,6 +72,7 @@ func TestBenchSteadySummaryCountsTheJobsSent(t *testing.T) {
 	if want := fmt.Sprintf("over 1 run (%d jobs, 2 workers)", res.Jobs); !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 	}
+	noBenchWorkers(t, d)
 }
 
 // Bad bench flags exit 2 with a line that says what to use, before the
