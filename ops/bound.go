@@ -24,6 +24,9 @@ type callBound struct {
 	// shorter than the call timeout: its errors say so, and what to
 	// check.
 	health bool
+	// beforeWrite marks the reads a write call makes before it writes
+	// (readsFirst): their errors say that nothing was changed.
+	beforeWrite bool
 }
 
 // name says what limit is, for the errors of a call it gave up.
@@ -101,6 +104,28 @@ func (s *Service) boundBy(ctx context.Context, e effect, b *callBound) (context.
 	}
 	return store.WithStatementTimeout(ctx, b.limit), func() {}
 }
+
+// readsFirst is ctx, of a write call, for the reads it makes before it
+// writes (what a drop or purge would delete): bounded as a read's are,
+// each wait for a lock by Options.ReadLockWait, and explained, once,
+// as reads that changed nothing, since the write never began.
+func (s *Service) readsFirst(ctx context.Context) context.Context {
+	b, ok := ctx.Value(callBoundKey{}).(*callBound)
+	if !ok || b.beforeWrite {
+		return ctx
+	}
+	first := *b
+	first.beforeWrite = true
+	if w := s.opts.ReadLockWait; w > 0 && w < first.limit && first.lockWait == 0 {
+		first.lockWait = w
+		ctx = store.WithLockWait(ctx, w)
+	}
+	return context.WithValue(ctx, callBoundKey{}, &first)
+}
+
+// nothingChanged says that a call given up in its reads before its write
+// changed nothing.
+const nothingChanged = "nothing was changed: the call stopped at its read of what it would change, before it wrote anything"
 
 // givenUp reports whether err, the error of a call made with ctx, is the
 // call given up by its bound: its bound passed while its caller still
@@ -206,10 +231,12 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 		return err
 	}
 	parts := []string{what}
-	switch e {
-	case writesOnce:
+	switch {
+	case b.beforeWrite:
+		parts = append(parts, nothingChanged)
+	case e == writesOnce:
 		parts = append(parts, "the call writes in one transaction, which was either done whole or not at all: check before calling again")
-	case writesInSteps:
+	case e == writesInSteps:
 		parts = append(parts, "the step it was in, one transaction, was either done whole or not at all, and the steps of this call done before it stay done: check what is left before calling again")
 	}
 	parts = append(parts, again)
@@ -250,6 +277,9 @@ func (s *Service) lockWaitError(b *callBound, err error) error {
 		again = "try it again in a moment; pg_locks and pg_stat_activity name the session that holds the lock (on a row, or taken a moment ago) and what it runs"
 	}
 	msg := fmt.Sprintf("%s (%v); %s", what, err, again)
+	if b.beforeWrite {
+		msg = fmt.Sprintf("%s (%v); %s; %s", what, err, nothingChanged, again)
+	}
 	if partial, _ := partialCause(err); partial != nil {
 		*partial = cause{msg: msg, err: errors.Join(ErrUnavailable, ErrLockWait, *partial), lockWait: true}
 		return err

@@ -71,6 +71,11 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = tablesHeldError(held)
 		return
 	}
+	if explainedUnavailable(*err) {
+		// A call made inside this one (the reads before a write) said
+		// already why the database could not serve it.
+		return
+	}
 	if b, ok := givenUp(ctx, *err); ok {
 		*err = s.unansweredError(b, *err, e)
 		return
@@ -123,6 +128,15 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		return
 	}
 	*err = unexplained(resourceError(*err, e))
+}
+
+// explainedUnavailable reports whether err already says why the database
+// could not serve the call: an *Error of kind unavailable, which an
+// explanation made. Explained again, it would be said twice, the one
+// inside the other.
+func explainedUnavailable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && errors.Is(e.Err, ErrUnavailable)
 }
 
 // archiveMissing gives *err, when it is a queue's archive table missing

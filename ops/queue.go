@@ -799,13 +799,15 @@ func (s *Service) QueueDrop(ctx context.Context, req QueueDropRequest) (out Queu
 		s.record(ctx, OpQueueDrop, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
 	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
-	st, err := s.destructive(ctx, OpQueueDrop, req.Queue)
+	st, err := s.destructive(ctx, OpQueueDrop, req.Queue, req.Confirm)
 	if err != nil {
 		return QueueDropped{}, explain(err)
 	}
-	discarded, err := s.discardedCount(ctx, st.DLQ)
+	first := s.readsFirst(ctx)
+	discarded, err := s.discardedCount(first, st.DLQ)
 	if err != nil {
-		return QueueDropped{}, err
+		s.explainDB(first, &err, reads)
+		return QueueDropped{}, sameOnceFree(err, OpQueueDrop, req.Queue, req.Confirm)
 	}
 	out = QueueDropped{Queue: req.Queue, DLQ: st.DLQ, Live: st.Depth, Dead: st.DLQDepth, Archived: st.Archived, Discarded: discarded,
 		Estimated: st.CountsEstimated, ArchivedEstimated: st.ArchivedEstimated}
@@ -863,7 +865,7 @@ func (s *Service) QueuePurge(ctx context.Context, req QueuePurgeRequest) (out Qu
 		s.record(ctx, OpQueuePurge, map[string]any{"queue": req.Queue, "confirm": req.Confirm}, out, err)
 	}()
 	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
-	st, err := s.destructive(ctx, OpQueuePurge, req.Queue)
+	st, err := s.destructive(ctx, OpQueuePurge, req.Queue, req.Confirm)
 	if err != nil {
 		return QueuePurged{}, err
 	}
@@ -894,8 +896,10 @@ func (s *Service) refuseLevel(ctx context.Context, op, queue string) error {
 }
 
 // destructive checks a drop or purge and reads the queue's stats, which
-// say what it would delete.
-func (s *Service) destructive(ctx context.Context, op, queue string) (QueueStats, error) {
+// say what it would delete: reads before the write (readsFirst), whose
+// errors say that nothing was changed.
+func (s *Service) destructive(ctx context.Context, op, queue string, confirm bool) (QueueStats, error) {
+	ctx = s.readsFirst(ctx)
 	if err := s.checkWrite(op); err != nil {
 		return QueueStats{}, err
 	}
@@ -903,11 +907,32 @@ func (s *Service) destructive(ctx context.Context, op, queue string) (QueueStats
 		return QueueStats{}, err
 	}
 	if err := s.refuseLevel(ctx, op, queue); err != nil {
-		return QueueStats{}, err
+		if !carriesSteps(err) {
+			s.explainDB(ctx, &err, reads)
+		}
+		return QueueStats{}, sameOnceFree(err, op, queue, confirm)
 	}
 	res, err := s.QueueStats(ctx, QueueStatsRequest{Queue: queue})
 	if err != nil {
-		return QueueStats{}, err
+		return QueueStats{}, sameOnceFree(err, op, queue, confirm)
 	}
 	return res.Queues[0], nil
+}
+
+// sameOnceFree gives err, of the reads before a drop or purge (op) of
+// queue, when they waited for another session's lock or for a connection
+// of a busy pool, the same drop or purge again as its next step, rather
+// than the read's own again: that is the call to make once they are free.
+func sameOnceFree(err error, op, queue string, confirm bool) error {
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrLockWait) && !errors.Is(err, errPoolBusy) {
+		return err
+	}
+	kv := []any{"queue", queue}
+	if confirm {
+		kv = append(kv, "confirm", true)
+	}
+	e.Hints = nil
+	againOnceFree(&err, op, kv...)
+	return err
 }
