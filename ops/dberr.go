@@ -349,7 +349,11 @@ func unreachableError(err error, e effect) error {
 	default:
 		parts = append(parts, "the connection broke during a step, which may or may not have been done, and the steps of this call done before it stay done: check what is left before calling again")
 	}
-	parts = append(parts, "try the call again once the database answers")
+	again := "try the call again once the database answers"
+	if store.EndedByAdministrator(err) {
+		again = "try the call again: it runs on a new session, at once if an administrator ended the last one, once the database answers again if it was shutting down"
+	}
+	parts = append(parts, again)
 	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err), Hints: []Hint{healthHint()}}
 }
 
@@ -471,9 +475,13 @@ func (e effect) changed(atConnect bool) string {
 	return ""
 }
 
-// unanswered says that the database does not answer, with err, its
-// failure, in parentheses.
+// unanswered says that the database does not answer, or that it ended
+// the call's session (store.EndedByAdministrator), with err, its failure,
+// in parentheses.
 func unanswered(err error) string {
+	if store.EndedByAdministrator(err) {
+		return fmt.Sprintf("the database ended the call's session: an administrator ended it (pg_terminate_backend), or the server is shutting down (%v)", err)
+	}
 	return fmt.Sprintf("the database does not answer: it is down or restarting, or the network to it is cut (%v)", err)
 }
 

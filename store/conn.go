@@ -539,6 +539,16 @@ func IsUnreachable(err error) bool {
 	return connLost(err)
 }
 
+// EndedByAdministrator reports whether err is the server ending the
+// session of the statement (SQLSTATE 57P01, admin_shutdown): an
+// administrator's pg_terminate_backend, or a shutdown in fast mode, which
+// ends every session alike. Unlike a database that does not answer, the
+// former passes at once: a new session works.
+func EndedByAdministrator(err error) bool {
+	code, _ := SQLState(err)
+	return code == "57P01"
+}
+
 // IsCrowded reports whether err is the server refusing a connection
 // because it has as many as it allows (SQLSTATE 53300: max_connections,
 // or a role's or database's CONNECTION LIMIT). Like a server that does not

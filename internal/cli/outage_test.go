@@ -358,11 +358,12 @@ func (c *cutRetry) saidRetried(t *testing.T) int {
 }
 
 // saysUnavailable reports whether text says the database was out of reach:
-// it does not answer (its connections refused or cut), or it takes no
-// connections now (shutting down, SQLSTATE 57P03), whichever the stop
-// showed the call first.
+// it does not answer (its connections refused or cut), it ended the call's
+// session as it shut down (SQLSTATE 57P01), or it takes no connections now
+// (shutting down, SQLSTATE 57P03), whichever the stop showed the call
+// first.
 func saysUnavailable(text string) bool {
-	return strings.Contains(text, "does not answer") || strings.Contains(text, "takes no connections now")
+	return strings.Contains(text, "does not answer") || strings.Contains(text, "or the server is shutting down") || strings.Contains(text, "takes no connections now")
 }
 
 // TestRetryAllCutByABouncerRestart: a dlq retry-all through PgBouncer cut

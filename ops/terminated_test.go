@@ -1,0 +1,72 @@
+package ops_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+)
+
+// A call whose database session an administrator ends under it
+// (pg_terminate_backend, SQLSTATE 57P01 admin_shutdown) says so, and to
+// make the call again, rather than that the database is down or the
+// network to it cut: the database answers, and a new session works. A
+// bulk retry keeps saying what it did and what remains.
+func TestCallWhoseSessionAnAdministratorEndedSaysSo(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	s := pgtest.OpenStore(t, url)
+	q := newQueue(t, s, nil)
+	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: longCallTimeout})
+	ctx := testContext(t)
+	other := pgtest.OpenStore(t, url)
+
+	for name, req := range map[string]ops.DLQRetryRequest{"by id": {IDs: ids[:1]}, "by filter": {Filter: ops.DeadFilter{Queue: q}}} {
+		lock := pgtest.HoldLock(t, other, "q_"+q)
+		done := make(chan error, 1)
+		go func() {
+			_, err := svc.DLQRetry(ctx, req)
+			done <- err
+		}()
+		lock.AwaitWaiting(1)
+		for _, pid := range lock.Waiting() {
+			if ended := pgtest.Int(t, other, `SELECT count(*) FROM pg_terminate_backend($1) ok WHERE ok`, pid); ended != 1 {
+				t.Fatalf("pg_terminate_backend(%d) ended %d sessions; want 1", pid, ended)
+			}
+		}
+		err := <-done
+		lock.Release()
+		if err == nil {
+			t.Fatalf("a retry %s whose session was ended: no error", name)
+		}
+		msg := err.Error()
+		again := "try the call again"
+		if name == "by filter" {
+			again = "the same call again retries them" // what remains, as a bulk call says it
+		}
+		for _, want := range []string{"an administrator ended", "pg_terminate_backend", again} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("a retry %s whose session was ended: %v; want it to say %q", name, err, want)
+			}
+		}
+		if strings.Contains(msg, "the network to it is cut") {
+			t.Errorf("a retry %s whose session was ended: %v; want the session ended, not a database down or a network cut", name, err)
+		}
+		if k := ops.ErrorKind(err); k != ops.KindUnavailable {
+			t.Errorf("a retry %s whose session was ended: kind %s; want unavailable", name, k)
+		}
+		var pd *ops.PartlyDone
+		if name == "by filter" && (!errors.As(err, &pd) || pd.Done != 0) {
+			t.Errorf("a retry by filter whose session was ended: %v; want it to say what it did (nothing) and what remains", err)
+		}
+	}
+	if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}}); err != nil {
+		t.Fatalf("the retry again: %v", err)
+	}
+	if live := pgtest.Live(t, s, q); live != 3 {
+		t.Fatalf("after the retry again: %d in the queue; want the 3 messages once each", live)
+	}
+}
