@@ -503,12 +503,12 @@ func (c cause) Unwrap() error { return c.err }
 // database that refused it (statement_timeout, idle_in_transaction_session_timeout,
 // a read-only default, ...) and what to do, naming role in the statement
 // to run; err as it is when no such limit refused it. It is for the
-// errors of what a front end does before any operation: connecting,
-// checking or migrating the schema. A migration that gave up waiting for
-// a lock another session held (store.MigrationLockError), by a
-// lock_timeout of its own that no setting changes, keeps its own words,
-// which name that session and how to end it, and gets the migration as
-// its next step.
+// errors of what a front end does before any operation: connecting, or
+// checking the schema (ExplainMigration those of migrating it). A
+// migration that gave up waiting for a lock another session held
+// (store.MigrationLockError), by a lock_timeout of its own that no
+// setting changes, keeps its own words, which name that session and how
+// to end it, and gets the migration as its next step.
 func ExplainLimit(err error, role string) error {
 	if errors.As(err, new(*store.MigrationLockError)) {
 		return migrationLockError(err)
@@ -518,6 +518,34 @@ func ExplainLimit(err error, role string) error {
 		return err
 	}
 	return limitError(err, lim, reads, role)
+}
+
+// ExplainMigration is ExplainLimit for the errors of a migration of the
+// schema (store.Store.Migrate, and the steps that go with it): a refusal
+// by a limit the role or database sets is said in the words of a
+// migration, a statement_timeout with the statement that resets it for
+// role, the role that migrates, or a role without it to migrate as, and
+// the migration is its next step. A migration given up on a lock keeps
+// its own words, as ExplainLimit keeps them; err as it is otherwise.
+func ExplainMigration(err error, role string) error {
+	if errors.As(err, new(*store.MigrationLockError)) {
+		return migrationLockError(err)
+	}
+	lim := store.LimitOf(err)
+	if lim == store.NoLimit {
+		return err
+	}
+	what, todo := limitAdvice(lim, role)
+	if lim == store.LimitStatementTimeout {
+		what = "the database cancelled a statement of the migration: it ran longer than statement_timeout, set for the role that migrates or for the database (or someone cancelled it)"
+		todo = "reset it for that role (ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout, or SET statement_timeout = '5min'; ALTER DATABASE ... RESET statement_timeout where the database sets it), or run the migration as a role without it; then migrate again"
+	}
+	kind := err
+	if lim == store.LimitReadOnly {
+		kind = errors.Join(ErrReadOnly, err)
+	}
+	return &Error{Msg: fmt.Sprintf("%s (%v); %s", what, err, todo), Err: kind,
+		Hints: []Hint{hint(OpMigrate, "applies the schema migrations once the setting no longer cuts them")}}
 }
 
 // migrationLockError is err, a migration given up while another session

@@ -307,8 +307,11 @@ func (a *app) prepare(ctx context.Context, db *dbopen.DB, migrate bool) error {
 	if err == nil || dbopen.IsReadOnly(err) {
 		return err // the schema check says so itself
 	}
-	// The schema check's statements, cut by a setting of the role's:
-	// the operations say so of theirs.
+	// The schema check's statements, or the migration's, cut by a setting
+	// of the role's: the operations say so of theirs.
+	if migrate {
+		return ops.ExplainMigration(err, a.role)
+	}
 	return ops.ExplainLimit(err, a.role)
 }
 

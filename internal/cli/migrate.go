@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/ops"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
@@ -112,7 +113,7 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 			if !db.Status.Newer() {
 				done, err := db.RecountDLQs(cmd.Context())
 				if err != nil {
-					return err
+					return ops.ExplainMigration(err, a.role)
 				}
 				for _, r := range done {
 					recounted = append(recounted, dlqRecount(r))
@@ -198,6 +199,9 @@ func (a *app) installPGMQ(cmd *cobra.Command, script string) (*dbopen.DB, error)
 		err = db.Prepare(ctx, true)
 	}
 	if err != nil {
+		if !dbopen.IsReadOnly(err) { // the schema check says so itself
+			err = ops.ExplainMigration(err, a.role)
+		}
 		db.Close()
 		return nil, err
 	}

@@ -159,13 +159,14 @@ func (a *app) errorLine(err error, self string) string {
 // is not told to see pgbus health. A command given up while another
 // session held a lock it waited for (ops.ErrLockWait) keeps itself, to run
 // once that session ended, as its error says: pgbus migrate is told to
-// migrate again.
+// migrate again. So does a migration cut off by a setting of the role's,
+// to run once that is reset (ops.ExplainMigration).
 func stepsBeyond(err error, self string) []ops.Hint {
 	steps := nextSteps(err)
 	if errors.Is(err, ops.ErrLockWait) {
 		return steps
 	}
-	return slices.DeleteFunc(slices.Clone(steps), func(h ops.Hint) bool { return vocab.Command(h) == self })
+	return slices.DeleteFunc(slices.Clone(steps), func(h ops.Hint) bool { return h.Op != ops.OpMigrate && vocab.Command(h) == self })
 }
 
 func (a *app) commands(hints []ops.Hint, sep string) string {
