@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
@@ -64,6 +65,9 @@ type Security struct {
 	open         map[string]bool // paths that need no bearer token: the probes
 	guesses      *throttle.Limiter
 	refusals     refusals
+	// forwarderTold is set once the log said that requests come through
+	// a proxy not named as trusted.
+	forwarderTold atomic.Bool
 }
 
 // refusals paces the log of refused requests: each status is told at its
@@ -202,6 +206,7 @@ func (s *Security) Wrap(next http.Handler) http.Handler { return s.wrap(next, tr
 // unless its token or its login was verified.
 func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.noteForwarder(r)
 		if hasBody(r) {
 			// Bounds the body's arrival, including what net/http drains
 			// after a refusal below; readBody lifts it once the body is in.
@@ -247,6 +252,21 @@ func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Requ
 		defer release()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// noteForwarder logs, once, that requests come through a reverse proxy
+// not named as trusted: every client behind it has its address, so one
+// client's wrong tokens, or slow bodies without a login, hold back all of
+// them, the login form of a person included.
+func (s *Security) noteForwarder(r *http.Request) {
+	if s.forwarderTold.Load() {
+		return
+	}
+	peer, ok := clientaddr.UntrustedForwarder(r, s.trusted)
+	if ok && s.forwarderTold.CompareAndSwap(false, true) {
+		s.log.Warn("pgbus: requests come through a reverse proxy that is not trusted (they carry X-Forwarded-For): every client behind it counts as one, so one client's wrong tokens or slow requests hold back all of them; name the proxy with --trusted-proxies (PGBUS_TRUSTED_PROXIES)",
+			"proxy", peer)
+	}
 }
 
 // readBody reads a request body into memory within the size and time

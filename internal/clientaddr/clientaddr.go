@@ -87,6 +87,22 @@ func forwarded(values []string, trusted []netip.Prefix) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// UntrustedForwarder reports whether r came through a reverse proxy not
+// among trusted: it names a client in X-Forwarded-For, and its peer, the
+// host returned, is no trusted proxy, so every client behind that peer
+// has its address.
+func UntrustedForwarder(r *http.Request, trusted []netip.Prefix) (peer string, ok bool) {
+	if r.Header.Get("X-Forwarded-For") == "" {
+		return "", false
+	}
+	peer = peerHost(r)
+	addr, err := netip.ParseAddr(peer)
+	if err == nil && isTrusted(addr.Unmap(), trusted) {
+		return "", false
+	}
+	return peer, true
+}
+
 func isTrusted(addr netip.Addr, trusted []netip.Prefix) bool {
 	for _, p := range trusted {
 		if p.Contains(addr) {
