@@ -509,6 +509,7 @@ func auditView(page store.AuditPage, running map[int64]bool) AuditPage {
 	}
 	live, gone, unknown := 0, 0, 0
 	for i, e := range page.Items {
+		stopped := false
 		out.Items[i] = AuditEntry{ID: e.ID, At: e.At, Client: e.Client, Transport: e.Transport, Principal: e.Principal,
 			Op: e.Tool, Arguments: shown(e.Arguments), Result: shown(withoutNext(e.Result)), IsError: e.IsError}
 		if !e.Pending {
@@ -525,11 +526,12 @@ func auditView(page store.AuditPage, running map[int64]bool) AuditPage {
 			out.Items[i].Result = runningResult(e)
 		default:
 			gone++
+			stopped = true
 			out.Items[i].Result = stoppedResult(e)
 		}
 		if e.Tool == OpSend {
 			out.Items[i].Result = withSendProgress(out.Items[i].Result, e.Result)
-			if h, ok := sendRest(e, running != nil && running[e.ID]); ok {
+			if h, ok := sendRest(e, stopped, running != nil && running[e.ID]); ok {
 				out.Next = append(out.Next, h)
 			}
 		}
@@ -582,12 +584,14 @@ func withSendProgress(result, raw json.RawMessage) json.RawMessage {
 }
 
 // sendRest is the next step of a send of many payloads that did not
-// finish, once it no longer runs: the same send from the line after the
-// last it sent, of the same input, which its entry names, with the same
-// options. There is none while it runs, for an entry that names no input
-// or line, or whose headers the audit log keeps redacted, which the step
-// could not send as they were.
-func sendRest(e store.AuditEntry, live bool) (Hint, bool) {
+// finish: the same send from the line after the last it sent, of the same
+// input, which its entry names, with the same options. Where whether it
+// still runs is not known (stopped false), the step says to take it only
+// once it no longer does: taken while it runs, it would send its lines
+// twice. There is none while it runs (live), for an entry that names no
+// input or line, or whose headers the audit log keeps redacted, which the
+// step could not send as they were.
+func sendRest(e store.AuditEntry, stopped, live bool) (Hint, bool) {
 	var p sendProgress
 	var args struct {
 		Queue    string         `json:"queue"`
@@ -610,7 +614,11 @@ func sendRest(e store.AuditEntry, live bool) (Hint, bool) {
 		headers = append(headers, k+"="+text)
 	}
 	slices.Sort(headers)
-	h := hint(OpSend, fmt.Sprintf("sends the rest of the input of send %d, which did not finish: from line %d, the line after the last it sent, so that none is sent twice", e.ID, p.NextLine),
+	why := fmt.Sprintf("sends the rest of the input of send %d, which did not finish: from line %d, the line after the last it sent, so that none is sent twice", e.ID, p.NextLine)
+	if !stopped {
+		why = fmt.Sprintf("only once send %d no longer runs, which is not known here (its process may still be sending): ", e.ID) + why
+	}
+	h := hint(OpSend, why,
 		"queue", args.Queue, sendInputArg, args.Input, "from_line", p.NextLine, "kind", args.Kind, "delay", args.Delay, "deadline", args.Deadline, "priority", args.Priority)
 	if len(headers) > 0 {
 		h.Args["header"] = headers
