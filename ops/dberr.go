@@ -538,14 +538,19 @@ func ExplainMigration(err error, role string) error {
 	what, todo := limitAdvice(lim, role)
 	if lim == store.LimitStatementTimeout {
 		what = "the database cancelled a statement of the migration: it ran longer than statement_timeout, set for the role that migrates or for the database (or someone cancelled it)"
-		todo = "reset it for that role (ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout, or SET statement_timeout = '5min'; ALTER DATABASE ... RESET statement_timeout where the database sets it), or run the migration as a role without it; then migrate again"
+		todo = "reset it for that role (ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout, or ALTER ROLE " + store.RoleSQL(role) +
+			" SET statement_timeout = '5min'; ALTER DATABASE ... RESET statement_timeout where the database sets it), or run the migration as a role without it; then migrate again"
 	}
 	kind := err
+	var hints []Hint
 	if lim == store.LimitReadOnly {
+		// A standby, or a transaction read-only by setting: migrating
+		// again there is refused again.
 		kind = errors.Join(ErrReadOnly, err)
+	} else {
+		hints = []Hint{hint(OpMigrate, "applies the schema migrations once the setting no longer cuts them")}
 	}
-	return &Error{Msg: fmt.Sprintf("%s (%v); %s", what, err, todo), Err: kind,
-		Hints: []Hint{hint(OpMigrate, "applies the schema migrations once the setting no longer cuts them")}}
+	return &Error{Msg: fmt.Sprintf("%s (%v); %s", what, err, todo), Err: kind, Hints: hints}
 }
 
 // migrationLockError is err, a migration given up while another session

@@ -37,12 +37,13 @@ func TestMigrationCutByTheRolesStatementTimeout(t *testing.T) {
 		t.Errorf("the explained error does not wrap the migration's: %v", got)
 	}
 	msg := got.Error()
-	for _, want := range []string{"statement_timeout", "ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout", "as a role without it", "migrat"} {
+	for _, want := range []string{"statement_timeout", "ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout",
+		"ALTER ROLE " + store.RoleSQL(role) + " SET statement_timeout = '5min'", "as a role without it", "migrat"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the migration's error lacks %q:\n%s", want, msg)
 		}
 	}
-	for _, wrong := range []string{"fewer messages", "a limit"} {
+	for _, wrong := range []string{"fewer messages", "a limit", "or SET statement_timeout"} {
 		if strings.Contains(msg, wrong) {
 			t.Errorf("the migration's error says %q, advice for a call that moves messages:\n%s", wrong, msg)
 		}
