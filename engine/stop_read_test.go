@@ -68,8 +68,8 @@ func TestStopDuringReadGivesItsClaimsBack(t *testing.T) {
 // that stopped answering, or a store closed meanwhile, could refuse).
 func TestStopBeforeReadsCommitUndoesIt(t *testing.T) {
 	t.Parallel()
-	// The read is sent with the statements that begin its transaction.
-	r := readHeldAt(t, "synchronous_commit = off")
+	// The read is sent with the BEGIN of its transaction.
+	r := readHeldAt(t, "read_ct = m.read_ct + 1")
 	direct, q, path, ran, done, stop, release := r.direct, r.q, r.path, &r.ran, r.done, r.stop, r.release
 	visible := func() string { // when each message is visible from
 		var s string
