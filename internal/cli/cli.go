@@ -281,7 +281,19 @@ type stdoutWriter struct {
 	held   []byte // the start of a character the next write ends
 }
 
-func (s *stdoutWriter) Write(p []byte) (int, error) {
+func (s *stdoutWriter) Write(p []byte) (int, error) { return s.write(p, true) }
+
+// writeOn writes p as Write does, but a failed write does not cancel the
+// command: a write going on in several transactions (send --ndjson)
+// prints as each commits, and goes on to its end once nobody reads it, as
+// a write that prints when it ends does. The command's end says that its
+// output is not all written all the same.
+func (s *stdoutWriter) writeOn(p []byte) error {
+	_, err := s.write(p, false)
+	return err
+}
+
+func (s *stdoutWriter) write(p []byte, cancel bool) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	buf := append(s.held, p...)
@@ -291,7 +303,9 @@ func (s *stdoutWriter) Write(p []byte) (int, error) {
 		if s.err == nil {
 			s.rawErr = err
 			s.err = fmt.Errorf("cannot write to stdout: %w", err)
-			s.cancel(s.err)
+			if cancel {
+				s.cancel(s.err)
+			}
 		}
 		return 0, err
 	}

@@ -174,8 +174,8 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 				b.WriteString(strconv.FormatInt(id, 10))
 				b.WriteByte('\n')
 			}
-			if _, err := io.WriteString(a.stdout, b.String()); err != nil && werr == nil {
-				werr = err
+			if werr == nil {
+				werr = a.printOn(b.String())
 			}
 			if sent < len(in.lines) {
 				fmt.Fprintf(a.stderr, "pgbus: lines %d to %d of %s sent (%d of %d messages); if this stops, run the same command with --from-line %d to send the rest\n",
@@ -189,13 +189,22 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	if asJSON && len(res.MsgIDs) > 0 {
 		werr = printResult(a, res)
 	}
-	if werr != nil {
-		return werr
-	}
 	if err != nil {
+		// What was sent and the line to go on from count more than
+		// the output that could not be written, which the end says.
 		return in.lineError(err, queue, a.carried)
 	}
-	return nil
+	return werr
+}
+
+// printOn prints text on stdout for a write that goes on whether or not
+// anybody reads it (stdoutWriter.writeOn).
+func (a *app) printOn(text string) error {
+	if out, ok := a.stdout.(*stdoutWriter); ok {
+		return out.writeOn([]byte(text))
+	}
+	_, err := io.WriteString(a.stdout, text)
+	return err
 }
 
 // lineError words an error of SendMany by the input's lines: the line a
