@@ -253,37 +253,49 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 	// over it is cut further.
 	b, asked, cut := s.opts.Bounds, limit, false
 	// A list reads what it shows of each payload: none when it shows
-	// none, else a start, whatever size the payloads are.
+	// none, else a start, whatever size the payloads are; and that only
+	// once it holds its share of the view gate, so that lists waiting for
+	// theirs hold no copy of their payloads.
 	read := store.LivePayloadNone
-	if s.viewer(req.IncludePayload).showPay {
+	shown := s.viewer(req.IncludePayload).showPay
+	if shown {
 		read = listRead(s.opts.Bounds)
+	}
+	listErr := func(err error) error {
+		if errors.Is(err, store.ErrNotFound) {
+			if dropped := s.droppedQueue(ctx, req.Queue); dropped != nil {
+				return dropped
+			}
+		}
+		if req.Cursor != "" && errors.Is(err, ErrInvalid) {
+			// A cursor of another queue or state, or made up: the first
+			// page of the same call.
+			return explain(err, hint(OpQueueMessages, "start again from the first page", "queue", req.Queue, "state", req.State, "limit", req.Limit))
+		}
+		return explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
 	var out LiveMessages
 	for step := 0; ; {
-		page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State, PayloadChars: read}, req.Cursor, limit)
-		if errors.Is(err, store.ErrNotFound) {
-			if dropped := s.droppedQueue(ctx, req.Queue); dropped != nil {
-				return LiveMessages{}, dropped
-			}
-		}
-		if err != nil && req.Cursor != "" && errors.Is(err, ErrInvalid) {
-			// A cursor of another queue or state, or made up: the first
-			// page of the same call.
-			return LiveMessages{}, explain(err, hint(OpQueueMessages, "start again from the first page", "queue", req.Queue, "state", req.State, "limit", req.Limit))
-		}
+		page, err := s.store.ListLive(ctx, store.LiveFilter{Queue: req.Queue, State: req.State, PayloadChars: read, PayloadLater: shown}, req.Cursor, limit)
 		if err != nil {
-			return LiveMessages{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
+			return LiveMessages{}, listErr(err)
 		}
 		size := 0
-		if read != store.LivePayloadNone {
+		if shown {
 			for _, m := range page.Items {
-				size += len(m.Payload)
+				size += m.PayloadRead
 			}
 		}
 		release, err := s.viewShare(ctx, size, "the view of the messages of "+req.Queue, true,
 			hint(OpQueueMessages, "list them again once the other views of large payloads are done", "queue", req.Queue, "state", req.State, "cursor", req.Cursor, "limit", req.Limit))
 		if err != nil {
 			return LiveMessages{}, err
+		}
+		if shown {
+			if page.Items, err = s.livePayloads(ctx, page.Items, read); err != nil {
+				release()
+				return LiveMessages{}, listErr(err)
+			}
 		}
 		out = s.liveView(page, req.IncludePayload, req.FullHistory, b)
 		release()
@@ -323,6 +335,38 @@ func (s *Service) QueueMessages(ctx context.Context, req QueueMessagesRequest) (
 		ask(&out.Notes, &out.Asks, AskSmallerPage, "messages are shortened further (fewer failures, shorter payloads, headers and texts) so that the response stays under 16,000 characters", 0)
 	}
 	return out, nil
+}
+
+// livePayloads reads into items, a page listed without its payloads
+// (store.LiveFilter.PayloadLater), as much of each payload as chars says,
+// one read for each physical queue the page holds messages of. A message
+// that left its queue since the page was read (done, archived or dead) is
+// left out: it is no longer live.
+func (s *Service) livePayloads(ctx context.Context, items []store.LiveMessage, chars int) ([]store.LiveMessage, error) {
+	kept := items[:0]
+	for start := 0; start < len(items); {
+		queue := items[start].Queue
+		end := start
+		ids := []int64{}
+		for ; end < len(items) && items[end].Queue == queue; end++ {
+			ids = append(ids, items[end].MsgID)
+		}
+		read, err := s.store.LivePayloads(ctx, queue, ids, chars)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range items[start:end] {
+			p, ok := read[m.MsgID]
+			if !ok {
+				continue
+			}
+			m.Payload, m.PayloadCut = p.Payload, p.Cut
+			s.views.read.Add(int64(len(p.Payload)))
+			kept = append(kept, m)
+		}
+		start = end
+	}
+	return kept, nil
 }
 
 // heldNext is the next step for jobs the breaker named holds: its reset,

@@ -41,5 +41,25 @@ func TestListLiveReadsThePayloadItAsksFor(t *testing.T) {
 		if c.absent && m.Payload != nil || !c.absent && string(m.Payload) != c.want {
 			t.Errorf("chars %d: payload %.80q, want %.80q", c.chars, m.Payload, c.want)
 		}
+		if c.absent {
+			continue
+		}
+		// Read later: the list reads none, but says how much it will read,
+		// and LivePayloads reads that much.
+		page, err = s.ListLive(ctx, store.LiveFilter{Queue: q, PayloadChars: c.chars, PayloadLater: true}, "", 10)
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("chars %d, later: list = %+v, %v", c.chars, page, err)
+		}
+		m = page.Items[0]
+		if m.Payload != nil || m.PayloadBytes != len(payload) || m.PayloadRead != len(c.want) {
+			t.Errorf("chars %d, later: payload %d bytes, payload_bytes %d, to read %d; want none, %d, %d", c.chars, len(m.Payload), m.PayloadBytes, m.PayloadRead, len(payload), len(c.want))
+		}
+		read, err := s.LivePayloads(ctx, m.Queue, []int64{m.MsgID, m.MsgID + 1000}, c.chars)
+		if err != nil || len(read) != 1 {
+			t.Fatalf("chars %d: payloads read = %v, %v; want the one message's", c.chars, read, err)
+		}
+		if p := read[m.MsgID]; string(p.Payload) != c.want || p.Cut != c.cut {
+			t.Errorf("chars %d: payload read later %.80q, cut %v; want %.80q, cut %v", c.chars, p.Payload, p.Cut, c.want, c.cut)
+		}
 	}
 }

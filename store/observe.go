@@ -394,6 +394,11 @@ type LiveFilter struct {
 	// shows a preview of each payload, or none, reads what it shows, not
 	// megabytes a message.
 	PayloadChars int `json:"-"`
+	// PayloadLater leaves every payload in the database, whatever
+	// PayloadChars asks for: each message's PayloadRead gives the bytes
+	// PayloadChars reads of it, which LivePayloads reads once the caller
+	// is ready to hold them.
+	PayloadLater bool `json:"-"`
 }
 
 // LivePayloadNone is the PayloadChars of a list that reads no payload.
@@ -420,10 +425,13 @@ type LiveMessage struct {
 	// list read (PayloadCut), or nil when it read none.
 	Payload json.RawMessage `json:"payload,omitempty"`
 	// PayloadBytes is the size of the whole payload's JSON text.
-	PayloadBytes int             `json:"payload_bytes"`
-	PayloadCut   bool            `json:"payload_cut,omitempty"`
-	Headers      json.RawMessage `json:"headers,omitempty"`
-	History      []FailureRecord `json:"history"`
+	PayloadBytes int  `json:"payload_bytes"`
+	PayloadCut   bool `json:"payload_cut,omitempty"`
+	// PayloadRead is the size of what LiveFilter.PayloadChars reads of the
+	// payload's JSON text, whether or not the list read it (PayloadLater).
+	PayloadRead int             `json:"-"`
+	Headers     json.RawMessage `json:"headers,omitempty"`
+	History     []FailureRecord `json:"history"`
 }
 
 // LivePage is a page of live messages, level 0 first, then oldest first.
@@ -506,7 +514,7 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 			from = after.id
 		}
 		want := limit - len(page.Items)
-		items, err := s.listLevel(ctx, levels[i], f.State, f.PayloadChars, from, want+1)
+		items, err := s.listLevel(ctx, levels[i], f.State, f.PayloadChars, f.PayloadLater, from, want+1)
 		if err != nil {
 			return LivePage{}, err
 		}
@@ -532,12 +540,14 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 
 // listLevel reads up to n live messages of one level after id from, in
 // state (all for ""), oldest first, with as much of each payload as
-// chars says (LiveFilter.PayloadChars). The payload's text, its size and
-// its kind are taken in the outer query, for the rows of the page only.
-func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, chars int, from int64, n int) ([]LiveMessage, error) {
+// chars says (LiveFilter.PayloadChars), none when later. The payload's
+// text, its size, the size of what chars reads and its kind are taken in
+// the outer query, for the rows of the page only.
+func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, chars int, later bool, from int64, n int) ([]LiveMessage, error) {
 	sql := `SELECT m.msg_id, m.read_ct, m.enqueued_at, m.vt, m.headers, m.state, m.held_by,
-			CASE WHEN $5::int < 0 THEN NULL WHEN $5::int = 0 THEN p.t ELSE left(p.t, $5::int) END,
-			coalesce(octet_length(p.t), 0), coalesce(m.headers->>'` + HeaderKind + `', m.message->>'job_class', '')
+			CASE WHEN $5::int < 0 OR $6 THEN NULL ELSE ` + payloadCharsSQL("p.t", "$5::int") + ` END,
+			coalesce(octet_length(p.t), 0), CASE WHEN $5::int < 0 THEN 0 ELSE coalesce(octet_length(` + payloadCharsSQL("p.t", "$5::int") + `), 0) END,
+			coalesce(m.headers->>'` + HeaderKind + `', m.message->>'job_class', '')
 		FROM (
 			SELECT q.msg_id, q.read_ct, q.enqueued_at, q.vt, q.message, q.headers,
 			       CASE WHEN q.vt <= now() THEN 'waiting'
@@ -548,14 +558,14 @@ func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, chars 
 			FROM ` + queueTable(l.queue) + ` q WHERE q.msg_id > $2` + visibleSQL(state) + ` ORDER BY q.msg_id) m
 		CROSS JOIN LATERAL (SELECT m.message::text AS t OFFSET 0) p
 		WHERE $3 = '' OR m.state = $3 ORDER BY m.msg_id LIMIT $4`
-	rows, err := s.reads.Query(ctx, sql, l.queue, from, state, n, chars)
+	rows, err := s.reads.Query(ctx, sql, l.queue, from, state, n, chars, later)
 	if err != nil {
 		return nil, queueErr(err, "list messages of", l.queue)
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LiveMessage, error) {
 		m := LiveMessage{Queue: l.queue, Priority: l.priority}
 		var payload, headers []byte
-		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &headers, &m.State, &m.HeldBy, &payload, &m.PayloadBytes, &m.Kind)
+		err := r.Scan(&m.MsgID, &m.ReadCount, &m.EnqueuedAt, &m.VisibleAt, &headers, &m.State, &m.HeldBy, &payload, &m.PayloadBytes, &m.PayloadRead, &m.Kind)
 		m.Payload, m.Headers = payload, headers
 		m.PayloadCut = payload != nil && len(payload) < m.PayloadBytes
 		return m, err
@@ -564,6 +574,59 @@ func (s *Store) listLevel(ctx context.Context, l liveLevel, state string, chars 
 		return nil, queueErr(err, "list messages of", l.queue)
 	}
 	return items, nil
+}
+
+// payloadCharsSQL is the SQL of what chars (LiveFilter.PayloadChars, not
+// negative) reads of text t: all of it for 0, else its first chars
+// characters.
+func payloadCharsSQL(t, chars string) string {
+	return `CASE WHEN ` + chars + ` = 0 THEN ` + t + ` ELSE left(` + t + `, ` + chars + `) END`
+}
+
+// LivePayload is what LivePayloads read of one live message's payload.
+type LivePayload struct {
+	// Payload is the payload's JSON text, or as much of its start as
+	// was read (Cut).
+	Payload json.RawMessage
+	Cut     bool
+}
+
+// LivePayloads reads the payloads of the live messages ids of queue, the
+// physical queue that holds them (LiveMessage.Queue), as much of each as
+// chars says (LiveFilter.PayloadChars), for a list that read the rest of
+// the messages without them (LiveFilter.PayloadLater). A message no longer
+// in the queue (done, archived or dead since) has no entry.
+func (s *Store) LivePayloads(ctx context.Context, queue string, ids []int64, chars int) (map[int64]LivePayload, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, err
+	}
+	if chars < 0 {
+		return nil, invalidf("read live payloads: chars %d reads none; give 0 for all of each, or how many characters", chars)
+	}
+	out := make(map[int64]LivePayload, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.reads.Query(ctx, `SELECT q.msg_id, `+payloadCharsSQL("p.t", "$2::int")+`, octet_length(p.t)
+		FROM `+queueTable(queue)+` q CROSS JOIN LATERAL (SELECT q.message::text AS t OFFSET 0) p
+		WHERE q.msg_id = ANY($1)`, ids, chars)
+	if err != nil {
+		return nil, queueErr(err, "read the payloads of", queue)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var payload []byte
+		var size *int
+		if err := rows.Scan(&id, &payload, &size); err != nil {
+			return nil, queueErr(err, "read the payloads of", queue)
+		}
+		out[id] = LivePayload{Payload: payload, Cut: payload != nil && size != nil && len(payload) < *size}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, queueErr(err, "read the payloads of", queue)
+	}
+	return out, nil
 }
 
 // visibleSQL narrows a live listing of state to the messages of its side
