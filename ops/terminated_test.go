@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -20,7 +21,9 @@ func TestCallWhoseSessionAnAdministratorEndedSaysSo(t *testing.T) {
 	s := pgtest.OpenStore(t, url)
 	q := newQueue(t, s, nil)
 	ids := pgtest.DeadLetterN(t, s, q, 3, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "boom"})
-	svc := newService(t, s, ops.Options{DatabaseCallTimeout: longCallTimeout})
+	// Reads wait for the lock as long as writes: whichever statement of
+	// the call waits is the one ended, never one that gave up first.
+	svc := newService(t, s, ops.Options{DatabaseCallTimeout: longCallTimeout, ReadLockWait: longCallTimeout})
 	ctx := testContext(t)
 	other := pgtest.OpenStore(t, url)
 
@@ -31,8 +34,12 @@ func TestCallWhoseSessionAnAdministratorEndedSaysSo(t *testing.T) {
 			_, err := svc.DLQRetry(ctx, req)
 			done <- err
 		}()
-		lock.AwaitWaiting(1)
-		for _, pid := range lock.Waiting() {
+		var waiting []int
+		pgtest.Eventually(t, time.Minute, "the retry to wait for the lock", func() bool {
+			waiting = lock.Waiting()
+			return len(waiting) > 0
+		})
+		for _, pid := range waiting {
 			if ended := pgtest.Int(t, other, `SELECT count(*) FROM pg_terminate_backend($1) ok WHERE ok`, pid); ended != 1 {
 				t.Fatalf("pg_terminate_backend(%d) ended %d sessions; want 1", pid, ended)
 			}
