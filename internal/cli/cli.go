@@ -87,7 +87,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	cause := err // its kind, and how much was done, before a stop rewords it
-	if errors.Is(context.Cause(ctx), errStopped) && errors.Is(err, context.Canceled) {
+	if stoppedBy(ctx, err) {
 		if longRunning(cmd) {
 			return ExitOK // stopped while starting: a stop like any other
 		}
@@ -215,6 +215,17 @@ func bareCommand(cmd *cobra.Command) string {
 		return ""
 	}
 	return cmd.CommandPath()
+}
+
+// stoppedBy reports whether err, a command's, is the end a signal gave
+// it (ctx's cause errStopped): an error of the cancellation itself, or a
+// database call cut by it, which can come back as a connection closed
+// rather than as the cancellation, and is then no database down.
+func stoppedBy(ctx context.Context, err error) bool {
+	if !errors.Is(context.Cause(ctx), errStopped) {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || ops.ErrorKind(err) == ops.KindUnavailable
 }
 
 // errStopped is the cause of a context cancelled by SIGINT, SIGTERM or
