@@ -151,21 +151,35 @@ func didYouMean(names []string, prefix string) string {
 	return "did you mean " + last + "? "
 }
 
-// argumentsOf says what arguments cmd takes, from its usage line.
+// argumentsOf says what arguments cmd takes, from its usage line: those
+// it needs, then one in brackets it may take ("an optional QUEUE"); a
+// bracket of flags ("[--queue Q]") is no argument.
 func argumentsOf(cmd *cobra.Command) string {
-	var args []string
-	words := strings.Fields(cmd.Use)[1:]
+	var args, optional []string
+	words := usageWords.FindAllString(cmd.Use, -1)[1:]
 	for i, w := range words {
+		inner, bracketed := strings.CutPrefix(w, "[")
+		inner = strings.TrimSuffix(inner, "]")
 		flagValue := i > 0 && strings.HasPrefix(words[i-1], "-")
-		if !strings.HasPrefix(w, "[") && !strings.HasPrefix(w, "-") && !flagValue {
+		switch {
+		case strings.HasPrefix(inner, "-") || flagValue:
+		case bracketed && !strings.ContainsAny(inner, " |"):
+			optional = append(optional, inner)
+		case !bracketed:
 			args = append(args, w)
 		}
+	}
+	for _, o := range optional {
+		args = append(args, "an optional "+o)
 	}
 	if len(args) == 0 {
 		return "no arguments"
 	}
-	return strings.Join(args, " ")
+	return strings.Join(args, " and ")
 }
+
+// usageWords are the words of a usage line, a bracket of several one.
+var usageWords = regexp.MustCompile(`\[[^\]]*\]|\S+`)
 
 // commandNames are the names of cmd's commands that a person may use.
 func commandNames(cmd *cobra.Command) []string {

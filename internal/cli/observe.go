@@ -136,10 +136,11 @@ shows only that breaker.`,
   pgbus circuit reset http:api.example.com:443`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.CircuitsRequest{}
-			if len(args) == 1 {
-				req.Name = args[0]
+			name, err := optionalName(args, "circuit breaker", "every breaker")
+			if err != nil {
+				return err
 			}
+			req := ops.CircuitsRequest{Name: name}
 			return run(a, cmd, (*ops.Service).Circuits, req, func(cs ops.Circuits) error {
 				if len(cs.Circuits) == 0 {
 					_, err := fmt.Fprintln(a.stdout, "no circuit breakers")

@@ -296,3 +296,17 @@ func readNDJSON(path string, stdin io.Reader, fromLine int) (*ndjsonInput, error
 	}
 	return in, nil
 }
+
+// optionalName is the name args give a command that takes one or none
+// (pgbus queues [QUEUE]): an empty one is refused, since a script whose
+// variable was unset ("$Q") would otherwise read every one, which leaving
+// it out asks for (all).
+func optionalName(args []string, what, all string) (string, error) {
+	if len(args) == 0 {
+		return "", nil
+	}
+	if strings.TrimSpace(args[0]) == "" {
+		return "", usageError{fmt.Errorf("the %s name is empty: give one, or leave it out for %s", what, all)}
+	}
+	return args[0], nil
+}

@@ -41,10 +41,11 @@ and OLDEST READY stay exact. ARCHIVED is estimated likewise, marked ~
   pgbus queues orders --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := ops.QueueStatsRequest{}
-			if len(args) == 1 {
-				req.Queue = args[0]
+			name, err := optionalName(args, "queue", "every queue")
+			if err != nil {
+				return err
 			}
+			req := ops.QueueStatsRequest{Queue: name}
 			return run(a, cmd, (*ops.Service).QueueStats, req,
 				func(res ops.QueueStatsResult) error {
 					if err := a.writeQueueStats(a.stdout, res.Queues); err != nil {
