@@ -196,13 +196,23 @@ var carriedFlags = []struct {
 	name string
 	show func(string) string
 }{
-	{"config", vocab.ShellQuote},
-	{"data-dir", vocab.ShellQuote},
+	// Paths as absolute ones: a step run from another directory would
+	// not find the file, or find another one, with another database.
+	{"config", absoluteQuoted},
+	{"data-dir", absoluteQuoted},
 	// Its password and the query's parameters that may be credentials
 	// stay out of the output: a step copied with them redacted fails to
 	// connect rather than use another database. Those that name the
 	// database (host, port, ...) stay in, or a copy could not reach it.
 	{"database-url", func(u string) string { return vocab.ShellQuote(redact.DatabaseURL(u)) }},
+}
+
+// absoluteQuoted is path, made absolute, quoted for a shell.
+func absoluteQuoted(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return vocab.ShellQuote(path)
 }
 
 // setCarry settles the flags next steps carry (carried), from those fs
