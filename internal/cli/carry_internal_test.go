@@ -15,14 +15,14 @@ func TestNextStepsCarryGlobalFlags(t *testing.T) {
 	t.Parallel()
 	cmd := commandAt(t, []string{"dlq", "summary"})
 	err := cmd.ParseFlags([]string{"--database-url", "postgres://ops:s3cret@/pgbus?host=/run/pg&password=x&port=5433",
-		"--data-dir", "/srv/pg bus", "--config", "pgbus.yaml"})
+		"--data-dir", "/srv/pg bus", "--config", "/etc/pgbus.yaml"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := &app{}
 	a.setCarry(cmd.Flags())
 	got := a.command(ops.Hint{Op: ops.OpDLQList, Args: map[string]any{"queue": "orders"}})
-	want := "pgbus dlq list --queue orders --config pgbus.yaml --data-dir '/srv/pg bus' --database-url 'postgres://ops:[REDACTED]@/pgbus?host=/run/pg&[REDACTED]&port=5433'"
+	want := "pgbus dlq list --queue orders --config /etc/pgbus.yaml --data-dir '/srv/pg bus' --database-url 'postgres://ops:[REDACTED]@/pgbus?host=/run/pg&[REDACTED]&port=5433'"
 	if got != want {
 		t.Fatalf("next step = %q\nwant        %q", got, want)
 	}
