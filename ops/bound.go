@@ -244,8 +244,20 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 	if slow != nil {
 		kind = errors.Join(ErrUnavailable, slow)
 	}
+	if !b.beforeWrite && e != reads {
+		// Its write may have been done: explainWrite adds the reads that
+		// show whether it was.
+		kind = errors.Join(kind, errMayHaveWritten)
+	}
 	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(kind, err), Hints: hints}
 }
+
+// errMayHaveWritten is joined to the error of a write given up by its
+// bound after it may have written (unansweredError), whose message says
+// to check before calling again: explainWrite gives it the reads that
+// show what it changed as its next steps, after the health check when the
+// database did not answer.
+var errMayHaveWritten = errors.New("the write may have been done")
 
 // lockWaited reports whether err, the error of a read made with ctx, is
 // a wait for a lock that passed the read's lock bound (Options.ReadLockWait).

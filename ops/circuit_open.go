@@ -87,7 +87,7 @@ func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out 
 	}
 	defer end()
 	defer func() { s.record(ctx, OpCircuitOpen, args(), out, err) }()
-	defer s.explainWrite(ctx, &err, writesOnce, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesOnce, hint(OpCircuits, "shows the breaker's state now, which the call may have changed", "name", req.Name)) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitOpen); err != nil {
 		return CircuitOpen{}, err
 	}

@@ -370,13 +370,34 @@ func healthHint() Hint {
 func (s *Service) explainWrite(ctx context.Context, err *error, e effect, check ...Hint) {
 	s.explainDB(ctx, err, e)
 	check = slices.DeleteFunc(check, func(h Hint) bool { return h.Op == "" })
-	if *err == nil || e == reads || len(check) == 0 || ErrorKind(*err) != KindStopped || carriesSteps(*err) {
+	if *err == nil || e == reads || len(check) == 0 {
+		return
+	}
+	var given *Error
+	if errors.Is(*err, errMayHaveWritten) && errors.As(*err, &given) && !slices.ContainsFunc(given.Hints, func(h Hint) bool { return h.Op == check[0].Op }) {
+		// Given up by its bound, it may or may not have written: its
+		// message says to check, and these show what to.
+		given.Hints = append(given.Hints, check...)
+		return
+	}
+	if ErrorKind(*err) != KindStopped || carriesSteps(*err) {
 		return
 	}
 	*err = steps{err: *err, hints: check}
 }
 
 // What a write cut off may have changed, to check before calling again.
+
+// idsNow is the message a retry or discard of one id may have moved,
+// which its show says (still dead, or where it went); deadNow for more
+// ids or none.
+func idsNow(ids []int64, queue string) Hint {
+	if len(ids) != 1 {
+		return deadNow(queue)
+	}
+	return hint(OpDLQShow, "shows whether the message is still dead, or where the call moved it", "queue", baseQueue(queue), "msg_id", ids[0])
+}
+
 func deadNow(queue string) Hint {
 	return hint(OpDLQList, "shows what is dead now, which the call may have moved", "queue", baseQueue(queue))
 }

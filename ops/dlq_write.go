@@ -182,7 +182,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			s.record(ctx, OpDLQRetry, retryAuditArgs(req), retryAuditResult(out), err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, bulkEffect(req.DryRun, req.Expect), deadNow(req.Filter.Queue), queueNow(req.Filter.Queue)) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, bulkEffect(req.DryRun, req.Expect), idsNow(req.IDs, req.Filter.Queue), queueNow(req.Filter.Queue)) // runs before the audit entry
 	defer func() {
 		// The queues' workers first: whether the messages will run at all
 		// matters more than which ones moved.
@@ -710,7 +710,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 			s.record(ctx, OpDLQDiscard, discardAuditArgs(req), discardAuditResult(out), err)
 		}
 	}()
-	defer s.explainWrite(ctx, &err, bulkEffect(req.DryRun, req.Expect), deadNow(req.Filter.Queue), discardedNow(req.Filter.Queue)) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, bulkEffect(req.DryRun, req.Expect), idsNow(req.IDs, req.Filter.Queue), discardedNow(req.Filter.Queue)) // runs before the audit entry
 	defer func() {
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)

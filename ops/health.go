@@ -1274,7 +1274,7 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	}
 	defer end()
 	defer func() { s.record(ctx, OpCircuitReset, args(), out, err) }()
-	defer s.explainWrite(ctx, &err, writesInSteps, hint(OpCircuits, "shows the breakers' states now, which the call may have changed")) // runs before the audit entry
+	defer s.explainWrite(ctx, &err, writesInSteps, hint(OpCircuits, "shows the breaker's state now, which the call may have changed", "name", req.Name)) // runs before the audit entry
 	if err := s.checkWrite(OpCircuitReset); err != nil {
 		return CircuitReset{}, err
 	}

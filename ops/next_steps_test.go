@@ -35,6 +35,9 @@ func TestNextStepsOfCallsCutOff(t *testing.T) {
 	live := `{"op":"queue_stats","args":{"queue":"` + q + `"},"why":"shows what is in the queues now, which the call may have changed"}`
 	discarded := `{"op":"dlq_discarded","args":{"queue":"` + q + `"},"why":"shows what is discarded now, which the call may have changed"}`
 	deadAll := `{"op":"dlq_list","why":"shows what is dead now, which the call may have moved"}`
+	// A call on one id shows that message: still dead, or where it went.
+	one := `{"op":"dlq_show","args":{"msg_id":1,"queue":"` + q + `"},"why":"shows whether the message is still dead, or where the call moved it"}`
+	oneAnywhere := `{"op":"dlq_show","args":{"msg_id":1},"why":"shows whether the message is still dead, or where the call moved it"}`
 	// Each write names the lists of what it may have changed, and no other.
 	for _, c := range []struct {
 		name string
@@ -48,15 +51,23 @@ func TestNextStepsOfCallsCutOff(t *testing.T) {
 		{"a retry", func() error {
 			_, err := svc.DLQRetry(cancelled, ops.DLQRetryRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Queue: q}})
 			return err
+		}, "[" + one + "," + live + "]"},
+		{"a retry of two ids", func() error {
+			_, err := svc.DLQRetry(cancelled, ops.DLQRetryRequest{IDs: []int64{1, 2}, Filter: ops.DeadFilter{Queue: q}})
+			return err
 		}, "[" + dead + "," + live + "]"},
 		{"a discard", func() error {
 			_, err := svc.DLQDiscard(cancelled, ops.DLQDiscardRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Queue: q}})
 			return err
-		}, "[" + dead + "," + discarded + "]"},
+		}, "[" + one + "," + discarded + "]"},
 		{"a discard in every DLQ", func() error {
-			_, err := svc.DLQDiscard(cancelled, ops.DLQDiscardRequest{IDs: []int64{1}})
+			_, err := svc.DLQDiscard(cancelled, ops.DLQDiscardRequest{IDs: []int64{1, 2}})
 			return err
 		}, "[" + deadAll + "]"},
+		{"a discard of one id in every DLQ", func() error {
+			_, err := svc.DLQDiscard(cancelled, ops.DLQDiscardRequest{IDs: []int64{1}})
+			return err
+		}, "[" + oneAnywhere + "]"},
 		{"a restore", func() error {
 			_, err := svc.DLQRestore(cancelled, ops.DLQRestoreRequest{IDs: []int64{1}, Queue: q})
 			return err
@@ -68,7 +79,7 @@ func TestNextStepsOfCallsCutOff(t *testing.T) {
 		{"a circuit reset", func() error {
 			_, err := svc.CircuitReset(cancelled, ops.CircuitResetRequest{Name: "payments"})
 			return err
-		}, `[{"op":"circuits","why":"shows the breakers' states now, which the call may have changed"}]`},
+		}, `[{"op":"circuits","args":{"name":"payments"},"why":"shows the breaker's state now, which the call may have changed"}]`},
 	} {
 		err := c.call()
 		if !errors.Is(err, context.Canceled) || ops.ErrorKind(err) != ops.KindStopped || stepsJSON(t, ops.NextSteps(err)) != c.want {
