@@ -527,7 +527,7 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 			plural.Of(r.Failed, "oldest message", fmt.Sprintf("%d oldest messages", r.Failed)), them, them, them, them),
 			req.Filter.hintArgs()...))
 	}
-	return next
+	return uniqueHints(next)
 }
 
 // visibleWhen says when a paced retry's last message becomes visible: at
@@ -778,6 +778,7 @@ func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
 	if out.LimitReached {
 		out.Next = append(out.Next, againHint(OpDLQDiscard, out.DryRun, req.Filter, req.Limit))
 	}
+	out.Next = uniqueHints(out.Next)
 	return out
 }
 
@@ -910,6 +911,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	if out.NotFound+out.Failed > 0 {
 		out.Next = append(out.Next, hint(OpDLQList, "shows what is still dead", "queue", req.Filter.Queue))
 	}
+	out.Next = uniqueHints(out.Next)
 	return out, nil
 }
 

@@ -78,6 +78,31 @@ func hint(op, why string, kv ...any) Hint {
 	return h
 }
 
+// uniqueHints is next with each step once: a step of the same operation
+// and arguments as one before it is left out, its why added to that one's,
+// which keeps its place.
+func uniqueHints(next []Hint) []Hint {
+	out := next[:0:0]
+	at := map[string]int{}
+	for _, h := range next {
+		args, err := json.Marshal(h.Args) // map keys sorted
+		if err != nil {
+			out = append(out, h)
+			continue
+		}
+		key := h.Op + "\x00" + string(args)
+		if i, ok := at[key]; ok {
+			if h.Why != "" && !strings.Contains(out[i].Why, h.Why) {
+				out[i].Why = strings.TrimPrefix(out[i].Why+"; "+h.Why, "; ")
+			}
+			continue
+		}
+		at[key] = len(out)
+		out = append(out, h)
+	}
+	return out
+}
+
 func isZero(v any) bool {
 	switch x := v.(type) {
 	case nil:
