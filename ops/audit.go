@@ -51,6 +51,10 @@ func (s *Service) record(ctx context.Context, op string, args, result any, opErr
 			// What was done before the error stays done: the entry
 			// counts it.
 			e.Result = withError(auditResult(result), msg)
+			if pd != nil && len(pd.Unsure) > 0 {
+				// Counted neither done nor left: the entry says which.
+				e.Result = withField(e.Result, "unsure", pd.Unsure)
+			}
 		}
 	} else {
 		e.Result = auditResult(result)

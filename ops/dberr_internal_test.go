@@ -20,7 +20,7 @@ func TestPartlyDoneRefusedConnectionNamesTheHealthCheck(t *testing.T) {
 	t.Parallel()
 	again := hint(OpDLQRetry, "retries the rest", "queue", "cut", "limit", 1000)
 	refused := &pgconn.PgError{Severity: "FATAL", Code: "57P03", Message: "the database system is shutting down"}
-	err := resourceError(partlyDone(refused, "retrying", 3, 1000, again), writesInSteps)
+	err := resourceError(partlyDone(refused, "retrying", 3, 1000, nil, again), writesInSteps)
 	var pd *PartlyDone
 	if !errors.As(err, &pd) || ErrorKind(err) != KindUnavailable || !strings.Contains(err.Error(), "takes no connections") {
 		t.Fatalf("error %v (kind %s); want the partly done call, unavailable, saying the database takes no connections", err, ErrorKind(err))
@@ -52,15 +52,15 @@ func TestPartlyDoneAgainTakesTheLimitLeft(t *testing.T) {
 	t.Parallel()
 	req := DLQRetryRequest{Filter: DeadFilter{Queue: "orders"}, Limit: 1000}
 	var p *PartlyDone
-	if err := partlyDone(context.Canceled, "retrying", 171, 1000, req.Hint("")); !errors.As(err, &p) || p.Again.Args["limit"] != 829 || p.Left() != 829 ||
+	if err := partlyDone(context.Canceled, "retrying", 171, 1000, nil, req.Hint("")); !errors.As(err, &p) || p.Again.Args["limit"] != 829 || p.Left() != 829 ||
 		!strings.HasSuffix(err.Error(), "the same call again with limit 829 retries the rest") {
 		t.Fatalf("stopped after 171 of 1000: %v, again %+v; want the same call with limit 829", err, p.Again)
 	}
-	if err := partlyDone(context.Canceled, "retrying", 1000, 1000, req.Hint("")); !errors.As(err, &p) || p.Again.Op != "" || len(NextSteps(err)) != 0 ||
+	if err := partlyDone(context.Canceled, "retrying", 1000, 1000, nil, req.Hint("")); !errors.As(err, &p) || p.Again.Op != "" || len(NextSteps(err)) != 0 ||
 		strings.Contains(err.Error(), "again") {
 		t.Fatalf("stopped after all 1000: %v, next %v; want no call again", err, NextSteps(err))
 	}
-	if err := partlyDone(context.Canceled, "purging", 5, 0, hint(OpDLQPurge, "")); !errors.As(err, &p) || p.Again.Op != OpDLQPurge || p.Left() != 0 {
+	if err := partlyDone(context.Canceled, "purging", 5, 0, nil, hint(OpDLQPurge, "")); !errors.As(err, &p) || p.Again.Op != OpDLQPurge || p.Left() != 0 {
 		t.Fatalf("stopped purge: %v, again %+v; want the same call", err, p.Again)
 	}
 }

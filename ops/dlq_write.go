@@ -262,7 +262,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if rep.Retried > 0 {
 		again.Expect = "" // which the messages moved no longer match
 	}
-	err = partlyDoneOrNone(err, cut, "retrying", int64(rep.Retried), int64(limit), again.Hint(""))
+	err = partlyDoneOrNone(err, cut, "retrying", int64(rep.Retried), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
 	out = retryResult(rep)
 	if rep.Retried > 0 && (!req.DryRun || rep.DeadlinesPassed == 0) {
 		// A dry run that would move nothing has no set to guard: a call
@@ -752,7 +752,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	if store.IsOtherMoveExpect(err) {
 		return DLQDiscard{}, explain(err, req.ownDryRun().Hint("shows what this call selects now, with its own expect"))
 	}
-	if err != nil && rep.Discarded == 0 {
+	if err != nil && rep.Discarded == 0 && len(rep.Unsure) == 0 {
 		return DLQDiscard{}, explain(changed(err, req.redry), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}
 	// Stopped partway, the messages discarded so far stay discarded: the
@@ -761,7 +761,16 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	again.Expect = ""
 	steps := req
 	steps.Filter = req.Filter.Pinned(now)
-	return discardResult(rep, steps), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), again.Hint(""))
+	return discardResult(rep, steps), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
+}
+
+// deadIDs are the store's ids of dead messages as this package's.
+func deadIDs(ids []store.DeadID) []DeadID {
+	out := make([]DeadID, len(ids))
+	for i, id := range ids {
+		out[i] = DeadID{DLQ: id.DLQ, MsgID: id.MsgID}
+	}
+	return out
 }
 
 func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
@@ -1004,7 +1013,7 @@ func (s *Service) DLQPurge(ctx context.Context, req DLQPurgeRequest) (out DLQPur
 	}
 	// Stopped partway, what was deleted is gone: the result and the error
 	// count it.
-	return out, partlyDone(err, "purging", n, 0, req.Hint(""))
+	return out, partlyDone(err, "purging", n, 0, nil, req.Hint(""))
 }
 
 // purgeDryRun counts the archived dead messages a purge would delete now.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
@@ -28,6 +30,12 @@ type PartlyDone struct {
 	// Limit is the most it would have handled (a move's limit); 0 when
 	// there is none (a purge).
 	Limit int64
+	// Unsure lists the messages that may or may not have been handled:
+	// the connection broke, or the call gave up, after their statement
+	// was sent, so that whether it committed is not known. They are not
+	// counted in Done, and the limit of Again leaves them out, so that the
+	// two calls never handle more than the limit asked for.
+	Unsure []DeadID
 	// Err is why it stopped.
 	Err error
 	// Again is the same call as a next step, which does the rest: the
@@ -50,14 +58,14 @@ func (e *PartlyDone) Error() string {
 }
 
 // Left is the limit a call that does the rest takes: the call's limit less
-// what it did, so that the two together keep to the limit asked for; 0
-// for a call without a limit (a purge), and for one that did nothing,
-// whose own limit is left whole.
+// what it did and what it may have done (Unsure), so that the two
+// together keep to the limit asked for; 0 for a call without a limit (a
+// purge), and for one that did nothing, whose own limit is left whole.
 func (e *PartlyDone) Left() int64 {
-	if e.Limit == 0 || e.Done == 0 {
+	if e.Limit == 0 || e.Done == 0 && len(e.Unsure) == 0 {
 		return 0
 	}
-	return e.Limit - e.Done
+	return max(e.Limit-e.Done-int64(len(e.Unsure)), 0)
 }
 
 func (e *PartlyDone) Unwrap() error { return e.Err }
@@ -80,6 +88,11 @@ func (e *PartlyDone) Stopped() string {
 			noun = w.noun1
 		}
 		of += " " + noun
+		if len(e.Unsure) > 0 {
+			// "stopped before retrying any of up to 600 dead messages
+			// for certain: 1 may or may not have been retried (...)"
+			return fmt.Sprintf("stopped before %s any%s for certain: %s; %s", e.Verb, of, e.unsure(""), w.others)
+		}
 		return fmt.Sprintf("stopped before %s any%s, so %s", e.Verb, of, w.none)
 	}
 	noun := e.Done
@@ -90,28 +103,70 @@ func (e *PartlyDone) Stopped() string {
 	if e.Done == 1 {
 		stay = w.stay1
 	}
-	return fmt.Sprintf("stopped after %s %s%s %s, which %s", e.Verb, thousands(e.Done), of, plural.Of(noun, w.noun1, w.nounN), stay)
+	out := fmt.Sprintf("stopped after %s %s%s %s, which %s", e.Verb, thousands(e.Done), of, plural.Of(noun, w.noun1, w.nounN), stay)
+	if len(e.Unsure) > 0 {
+		out += "; " + e.unsure(" more")
+	}
+	return out
+}
+
+// maxUnsureIDs bounds the ids the words of a PartlyDone name of the
+// messages that may or may not have been handled.
+const maxUnsureIDs = 5
+
+// unsure says which messages may or may not have been handled, and where
+// to look for them: "1 more may or may not have been retried (message 42
+// of orders_dlq), as the connection broke while it was written: look for
+// it in its queue and its DLQ".
+func (e *PartlyDone) unsure(more string) string {
+	w := partlyWords[e.Verb]
+	n := len(e.Unsure)
+	var ids []string
+	for i, id := range e.Unsure[:min(n, maxUnsureIDs)] {
+		s := strconv.FormatInt(id.MsgID, 10)
+		if i == min(n, maxUnsureIDs)-1 || e.Unsure[i+1].DLQ != id.DLQ {
+			s += " of " + id.DLQ
+		}
+		ids = append(ids, s)
+	}
+	list := strings.Join(ids, ", ")
+	if n > maxUnsureIDs {
+		list += " and " + thousands(int64(n-maxUnsureIDs)) + " more"
+	}
+	if n == 1 {
+		return fmt.Sprintf("1%s may or may not have been %s (message %s), as the connection broke while it was written: look for it in %s", more, w.done, list, w.look1)
+	}
+	return fmt.Sprintf("%s%s may or may not have been %s (messages %s), as the connection broke while they were written: look for them in %s", thousands(int64(n)), more, w.done, list, w.lookN)
 }
 
 // Rest is the end of a sentence whose start names what to run again: the
 // same call or command "retries the rest", or "retries them" after a call
 // that did none.
 func (e *PartlyDone) Rest() string {
-	if e.Done == 0 {
-		return partlyWords[e.Verb].all
+	w := partlyWords[e.Verb]
+	switch {
+	case len(e.Unsure) > 0 && e.Limit > 0:
+		return fmt.Sprintf("%s once you have looked, its limit counting the %s that may have been %s as %s, so that the two never %s more than the limit asked for",
+			w.rest, thousands(int64(len(e.Unsure))), w.done, w.done, w.verb)
+	case len(e.Unsure) > 0:
+		return w.rest + " once you have looked"
+	case e.Done == 0:
+		return w.all
 	}
-	return partlyWords[e.Verb].rest
+	return w.rest
 }
 
 // partlyWords word a PartlyDone of each verb: what it handles, what the
 // handled ones are now (of one, of several), what the same call again
 // does, and, for a call that did none, what that means and what the same
-// call again does.
-var partlyWords = map[string]struct{ noun1, nounN, stay1, stayN, rest, none, all string }{
-	"retrying":    {"dead message", "dead messages", "stays retried", "stay retried", "retries the rest", "none was retried and nothing was lost: they stay in their DLQ", "retries them"},
-	"discarding":  {"dead message", "dead messages", "stays discarded", "stay discarded", "discards the rest", "none was discarded: they stay in their DLQ", "discards them"},
-	"purging":     {"dead message", "dead messages", "is gone", "are gone", "purges the rest", "none is gone: they stay in their DLQ", "purges them"},
-	"running now": {"retrying message", "retrying messages", "stays visible", "stay visible", "runs the rest now", "none was made visible: they stay retrying", "runs them now"},
+// call again does; and, for the messages that may or may not have been
+// handled (only a retry's and a discard's), what handled means, where to
+// look for one and for several, what the others are, and the verb.
+var partlyWords = map[string]struct{ noun1, nounN, stay1, stayN, rest, none, all, done, look1, lookN, others, verb string }{
+	"retrying":    {"dead message", "dead messages", "stays retried", "stay retried", "retries the rest", "none was retried and nothing was lost: they stay in their DLQ", "retries them", "retried", "its queue and its DLQ", "their queues and their DLQs", "the others stay in their DLQ", "retry"},
+	"discarding":  {"dead message", "dead messages", "stays discarded", "stay discarded", "discards the rest", "none was discarded: they stay in their DLQ", "discards them", "discarded", "its DLQ and among its discarded messages", "their DLQs and among their discarded messages", "the others stay in their DLQ", "discard"},
+	"purging":     {"dead message", "dead messages", "is gone", "are gone", "purges the rest", "none is gone: they stay in their DLQ", "purges them", "purged", "", "", "", "purge"},
+	"running now": {"retrying message", "retrying messages", "stays visible", "stay visible", "runs the rest now", "none was made visible: they stay retrying", "runs them now", "made visible", "", "", "", "run"},
 }
 
 // next is what to do after a call stopped partway: the same call again,
@@ -124,23 +179,51 @@ func (e *PartlyDone) next() []Hint {
 	if errors.Is(e.Err, ErrUnavailable) && !(errors.As(e.Err, &c) && c.lockWait) {
 		out = append(out, healthHint())
 	}
+	out = append(out, e.lookHints()...)
 	if e.Again.Op != "" {
 		out = append(out, e.Again)
 	}
 	return out
 }
 
-// partlyDone returns err as a *PartlyDone when done > 0, err otherwise: a
-// call that did nothing before its error is no partial one. again is the
-// call, as a next step, that does the rest; its limit and why are set
-// here.
-func partlyDone(err error, verb string, done, limit int64, again Hint) error {
-	if err == nil || done == 0 {
+// lookHints are the reads that show where the messages that may or may
+// not have been handled (Unsure) are, to look at before the same call
+// again: the dead messages of each of their queues (up to
+// maxUndoHints), and the queue's stats after a retry, its discarded
+// messages after a discard.
+func (e *PartlyDone) lookHints() []Hint {
+	var out []Hint
+	w := partlyWords[e.Verb]
+	for _, id := range e.Unsure {
+		q := baseQueue(id.DLQ)
+		if slices.ContainsFunc(out, func(h Hint) bool { return h.Args["queue"] == q }) {
+			continue
+		}
+		if len(out) >= 2*maxUndoHints {
+			break
+		}
+		out = append(out, hint(OpDLQList, "shows whether the messages that may or may not have been "+w.done+" are still dead", "queue", q))
+		switch e.Verb {
+		case "retrying":
+			out = append(out, hint(OpQueueStats, "shows whether the messages that may or may not have been retried came back to the queue", "queue", q))
+		case "discarding":
+			out = append(out, hint(OpDLQDiscarded, "shows whether the messages that may or may not have been discarded are among the discarded ones", "queue", q))
+		}
+	}
+	return out
+}
+
+// partlyDone returns err as a *PartlyDone when done > 0 or some messages
+// may or may not have been handled (unsure), err otherwise: a call that
+// did nothing before its error is no partial one. again is the call, as a
+// next step, that does the rest; its limit and why are set here.
+func partlyDone(err error, verb string, done, limit int64, unsure []DeadID, again Hint) error {
+	if err == nil || done == 0 && len(unsure) == 0 {
 		return err
 	}
-	p := &PartlyDone{Verb: verb, Done: done, Limit: limit, Err: err, Again: again}
+	p := &PartlyDone{Verb: verb, Done: done, Limit: limit, Unsure: unsure, Err: err, Again: again}
 	switch {
-	case limit > 0 && done >= limit:
+	case limit > 0 && done+int64(len(unsure)) >= limit:
 		p.Again = Hint{}
 	case limit > 0:
 		if p.Again.Args == nil {
@@ -167,9 +250,9 @@ func cutOff(err error) bool {
 // whose again is the same call: so that a bulk call cut off says so
 // whether it had done any. A call that never reached the database is
 // no cut one: its error says that nothing was changed.
-func partlyDoneOrNone(err error, began bool, verb string, done, limit int64, again Hint) error {
-	if err == nil || done > 0 || !began || !cutOff(err) {
-		return partlyDone(err, verb, done, limit, again)
+func partlyDoneOrNone(err error, began bool, verb string, done, limit int64, unsure []DeadID, again Hint) error {
+	if err == nil || done > 0 || len(unsure) > 0 || !began || !cutOff(err) {
+		return partlyDone(err, verb, done, limit, unsure, again)
 	}
 	again.Why = partlyWords[verb].all
 	return &PartlyDone{Verb: verb, Limit: limit, Err: err, Again: again}
@@ -204,5 +287,15 @@ func withError(done json.RawMessage, msg string) json.RawMessage {
 		fields = map[string]json.RawMessage{"done": done}
 	}
 	fields["error"] = marshalPlain(msg)
+	return marshalPlain(fields)
+}
+
+// withField is an audit entry's result, res, with one more field.
+func withField(res json.RawMessage, name string, v any) json.RawMessage {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(res, &fields) != nil || fields == nil {
+		fields = map[string]json.RawMessage{"done": res}
+	}
+	fields[name] = marshalPlain(v)
 	return marshalPlain(fields)
 }

@@ -84,7 +84,7 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 		// Stopped partway, the batches done stay done: the result and
 		// the error count them.
 		again := QueueRunNowRequest{Queue: req.Queue, Kind: req.Kind}
-		return QueueRunNow{Queue: req.Queue, Kind: req.Kind, Visible: n, Next: []Hint{}}, partlyDone(err, "running now", n, 0, again.Hint(""))
+		return QueueRunNow{Queue: req.Queue, Kind: req.Kind, Visible: n, Next: []Hint{}}, partlyDone(err, "running now", n, 0, nil, again.Hint(""))
 	}
 	if err != nil {
 		return QueueRunNow{}, explain(err, hint(OpQueueStats, "lists the queues there are"))

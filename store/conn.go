@@ -571,3 +571,17 @@ func NeverSent(err error) bool {
 	var connect *pgconn.ConnectError
 	return errors.As(err, &connect) || pgconn.SafeToRetry(err)
 }
+
+// OutcomeUnknown reports whether err, from a write that failed, leaves
+// unknown whether it committed: its connection broke, or its call gave up
+// on it or was cancelled, after the statement was sent, so that its
+// commit may have come with no answer back. A statement the server
+// answered with an error (a session it ended while the statement waited
+// included) was rolled back: its outcome is known.
+func OutcomeUnknown(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return false
+	}
+	return (IsUnreachable(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !NeverSent(err)
+}

@@ -282,6 +282,11 @@ type RetryReport struct {
 	// that had been retried out of a DLQ before and died again: that
 	// retry did not fix their cause.
 	CameBack int `json:"came_back,omitempty"`
+	// Unsure lists the messages of a retry that stopped partway whose move
+	// may or may not have committed: the connection broke, or the call
+	// gave up, after the move was sent (OutcomeUnknown). They are counted
+	// neither in Retried nor in Failed.
+	Unsure []DeadID `json:"unsure,omitempty"`
 
 	firstErr error
 	goneErr  error           // the first Gone's
@@ -422,6 +427,11 @@ type DiscardReport struct {
 	// More reports that the filter selected more messages than the limit:
 	// at least one was left that the same call again would select.
 	More bool `json:"more,omitempty"`
+	// Unsure lists the messages of a discard that stopped partway whose
+	// statement may or may not have committed: the connection broke, or
+	// the call gave up, after it was sent (OutcomeUnknown). They are not
+	// counted in Discarded.
+	Unsure []DeadID `json:"unsure,omitempty"`
 }
 
 func (r *DiscardReport) add(dlq string, ids ...int64) {

@@ -139,6 +139,12 @@ func (s *Store) discardPaged(ctx context.Context, f DeadFilter, limit int, progr
 				return err
 			})
 			if err != nil {
+				if OutcomeUnknown(err) {
+					// Sent, and maybe committed: these may be discarded.
+					for _, id := range by[dlq] {
+						rep.Unsure = append(rep.Unsure, DeadID{DLQ: dlq, MsgID: id})
+					}
+				}
 				return 0, err
 			}
 			rep.add(dlq, moved...)

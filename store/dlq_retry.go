@@ -308,6 +308,9 @@ type deadRetryOutcome struct {
 	target string
 	newID  int64
 	err    error
+	// unsure: the move was sent, and whether it committed is not known
+	// (OutcomeUnknown).
+	unsure bool
 }
 
 // retryRefs retries messages known to have been in their DLQ a moment ago
@@ -339,12 +342,16 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 			// Stopped partway: the messages that moved before stay moved,
 			// and the report counts them; the rest were not tried, but for
 			// a move the cancellation, the bound or the lost database cut
-			// off, whose commit is not known. A cancellation that came as the last moves
+			// off, whose commit is not known: the report lists those as
+			// unsure. A cancellation that came as the last moves
 			// finished stopped nothing: every outcome is known, and
 			// reported as usual.
 			for i, r := range refs {
-				if out[i].err == nil && out[i].newID != 0 {
+				switch {
+				case out[i].err == nil && out[i].newID != 0:
 					rep.movedRef(r, RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
+				case out[i].unsure:
+					rep.Unsure = append(rep.Unsure, DeadID{DLQ: r.dlq, MsgID: r.id})
 				}
 			}
 			return err
@@ -447,7 +454,7 @@ func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string,
 	if done != nil {
 		done(target, newID, err)
 	}
-	return deadRetryOutcome{target: target, newID: newID, err: err}
+	return deadRetryOutcome{target: target, newID: newID, err: err, unsure: err != nil && OutcomeUnknown(err)}
 }
 
 // lockTries is how many times one message's move is run while it waits

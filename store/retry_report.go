@@ -11,6 +11,7 @@ func (r *RetryReport) Merge(other RetryReport) {
 	r.Failed += other.Failed
 	r.Gone += other.Gone
 	r.DeadlinesPassed += other.DeadlinesPassed
+	r.Unsure = append(r.Unsure, other.Unsure...)
 	if r.FirstError == "" {
 		r.FirstError, r.firstErr = other.FirstError, other.firstErr
 	}

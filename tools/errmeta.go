@@ -41,6 +41,9 @@ type nextCall struct {
 type partlyDoneMeta struct {
 	Done  int64 `json:"done"`
 	Limit int64 `json:"limit,omitempty"`
+	// Unsure are the messages that may or may not have been handled,
+	// counted neither in done nor in the limit of the call again.
+	Unsure []ops.DeadID `json:"unsure,omitempty"`
 }
 
 // ErrorKind is the kind of the tool error res (one of ops.Kinds, as its
@@ -77,7 +80,7 @@ func errorMetaOf(err error, r relay) errorMeta {
 		}
 	}
 	if p := (*ops.PartlyDone)(nil); errors.As(err, &p) {
-		m.PartlyDone = &partlyDoneMeta{Done: p.Done, Limit: p.Limit}
+		m.PartlyDone = &partlyDoneMeta{Done: p.Done, Limit: p.Limit, Unsure: p.Unsure}
 	}
 	return m
 }

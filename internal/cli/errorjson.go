@@ -37,6 +37,9 @@ type nextStep struct {
 type partlyDoneJSON struct {
 	Done  int64 `json:"done"`
 	Limit int64 `json:"limit,omitempty"`
+	// Unsure are the messages that may or may not have been handled,
+	// counted neither in done nor in the limit of the command again.
+	Unsure []ops.DeadID `json:"unsure,omitempty"`
 }
 
 // printError prints a command's error on stderr: line, its words
@@ -51,7 +54,7 @@ func (a *app) printError(w io.Writer, asJSON bool, line string, code int, cause 
 	}
 	out := errorJSON{Error: line, Kind: errorKind(cause, code), ExitCode: code, Next: a.nextCommands(cause, self)}
 	if p := (*ops.PartlyDone)(nil); errors.As(cause, &p) {
-		out.PartlyDone = &partlyDoneJSON{Done: p.Done, Limit: p.Limit}
+		out.PartlyDone = &partlyDoneJSON{Done: p.Done, Limit: p.Limit, Unsure: p.Unsure}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

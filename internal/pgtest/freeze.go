@@ -44,6 +44,10 @@ type FreezingProxy struct {
 	// closed once they are held.
 	replyMarker            []byte
 	replyHeld, replyUnheld chan struct{}
+	// cutMarker, when set, closes the client's side of the first
+	// connection whose client sends it, once the bytes are forwarded
+	// (CutWhenSent).
+	cutMarker []byte
 }
 
 // proxied is one client connection and its server connection.
@@ -212,6 +216,30 @@ func (p *FreezingProxy) replyHoldFor(b []byte) chan struct{} {
 	return p.replyUnheld
 }
 
+// CutWhenSent has the proxy close the client's side of the connection
+// whose client first sends bytes that hold marker, right after they reach
+// the server: a connection that broke as a statement left, whose client
+// cannot know whether it committed. The server's side stays open, so that
+// the server runs what it got to its end, a commit included, as it does
+// when the break is on the client's side of the path. It cuts once.
+func (p *FreezingProxy) CutWhenSent(marker string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutMarker = []byte(marker)
+}
+
+// cutAfter reports whether b, sent by a client, holds the marker to cut
+// on, and forgets the marker when it does.
+func (p *FreezingProxy) cutAfter(b []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.cutMarker) == 0 || !bytes.Contains(b, p.cutMarker) {
+		return false
+	}
+	p.cutMarker = nil
+	return true
+}
+
 func (p *FreezingProxy) accept() {
 	for {
 		client, err := p.ln.Accept()
@@ -257,8 +285,13 @@ func (c *proxied) carry(dst, src net.Conn) {
 		} else if unheld := c.p.replyHoldFor(buf[:n]); unheld != nil {
 			<-unheld
 		}
+		cut := dst == c.server && c.p.cutAfter(buf[:n])
 		frozen, werr := c.forward(dst, buf[:n])
 		if werr != nil {
+			return
+		}
+		if cut {
+			_ = c.client.Close()
 			return
 		}
 		if err != nil {
