@@ -77,9 +77,12 @@ func TestBulkRetryHeldByALockPartway(t *testing.T) {
 	if !strings.Contains(err.Error(), "for a lock another session holds") || !strings.Contains(err.Error(), end) {
 		t.Fatalf("a bulk retry held by a lock partway: %v; want the lock and %s", err, end)
 	}
+	// The moves the bound cut while they waited are not known to be
+	// undone (their connection was closed, not answered): the reads
+	// that show them come first, then the same retry again.
 	next := ops.NextSteps(err)
-	if len(next) != 1 || next[0].Op != ops.OpDLQRetry {
-		t.Fatalf("next steps %+v; want the same retry again only", next)
+	if len(next) == 0 || next[len(next)-1].Op != ops.OpDLQRetry || len(pd.Unsure) == 0 && len(next) != 1 {
+		t.Fatalf("next steps %+v (unsure %v); want the same retry again, after the reads of what may have moved when some may have", next, pd.Unsure)
 	}
 	lock.Release()
 	if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000}); err != nil {
@@ -141,8 +144,8 @@ func TestDiscardRestorePurgeHeldByALock(t *testing.T) {
 		t.Fatalf("a bulk discard held by a lock partway: %v; want it stopped partway", err)
 	}
 	heldBy("a bulk discard partway", err, lock)
-	if next := ops.NextSteps(err); len(next) != 1 || next[0].Op != ops.OpDLQDiscard {
-		t.Fatalf("a bulk discard held partway: next steps %+v; want the same discard again only", next)
+	if next := ops.NextSteps(err); len(next) == 0 || next[len(next)-1].Op != ops.OpDLQDiscard || len(pd.Unsure) == 0 && len(next) != 1 {
+		t.Fatalf("a bulk discard held partway: next steps %+v (unsure %v); want the same discard again, after the reads of what may have moved when some may have", next, pd.Unsure)
 	}
 	counts("after the bulk discard held partway", 600-int(pd.Done), int(pd.Done))
 	lock.Release()
