@@ -2,9 +2,7 @@ package ops_test
 
 import (
 	"encoding/json"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/pgbus/pgbus/internal/secrettest"
 	"github.com/pgbus/pgbus/ops"
@@ -39,27 +37,8 @@ func TestQueueMessagesWaitingForTheGateHaveNotReadTheirPayloads(t *testing.T) {
 	// one list's.
 	size := int64(2 * len(payload))
 	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: size})
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	ops.WhileViewHeld(svc, func() {
-		once.Do(func() {
-			close(held)
-			<-release
-		})
-	})
 	req := ops.QueueMessagesRequest{Queue: q, IncludePayload: true}
-	lists := make([]ops.LiveMessages, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	wg.Go(func() { lists[0], errs[0] = svc.QueueMessages(ctx, req) })
-	<-held
-	wg.Go(func() { lists[1], errs[1] = svc.QueueMessages(ctx, req) })
-	for ops.ViewsWaiting(svc) == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	readWhileWaiting := ops.ViewPayloadBytesRead(svc)
-	close(release)
-	wg.Wait()
+	lists, errs, readWhileWaiting := twoCallsAtTheGate(t, svc, func() (ops.LiveMessages, error) { return svc.QueueMessages(ctx, req) })
 	// The list holding the gate reads its payloads once it holds it (or,
 	// at most, before): only the waiting list's must not have been read.
 	if readWhileWaiting > size {

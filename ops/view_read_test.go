@@ -24,27 +24,8 @@ func TestViewWaitingForTheGateHasNotReadItsPayload(t *testing.T) {
 	id := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: payload})[0]
 	size := int64(len(payload))
 	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: size})
-	held, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	ops.WhileViewHeld(svc, func() {
-		once.Do(func() {
-			close(held)
-			<-release
-		})
-	})
 	req := ops.DLQShowRequest{Queue: q, MsgID: id, IncludePayload: true}
-	views := make([]ops.DeadMessage, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	wg.Go(func() { views[0], errs[0] = svc.DLQShow(ctx, req) })
-	<-held
-	wg.Go(func() { views[1], errs[1] = svc.DLQShow(ctx, req) })
-	for ops.ViewsWaiting(svc) == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	readWhileWaiting := ops.ViewPayloadBytesRead(svc)
-	close(release)
-	wg.Wait()
+	views, errs, readWhileWaiting := twoCallsAtTheGate(t, svc, func() (ops.DeadMessage, error) { return svc.DLQShow(ctx, req) })
 	// The view holding the gate reads its payload once it holds it (or,
 	// at most, before): only the waiting view's must not have been read.
 	if readWhileWaiting > size {
@@ -109,4 +90,30 @@ func TestHiddenPayloadViewReadsNoPayload(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoCallsAtTheGate makes call twice, the second once the first holds
+// the view gate and waits for it, and returns their results and the
+// payload bytes views had read while the second waited.
+func twoCallsAtTheGate[T any](t *testing.T, svc *ops.Service, call func() (T, error)) (results [2]T, errs [2]error, readWhileWaiting int64) {
+	t.Helper()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ops.WhileViewHeld(svc, func() {
+		once.Do(func() {
+			close(held)
+			<-release
+		})
+	})
+	var wg sync.WaitGroup
+	wg.Go(func() { results[0], errs[0] = call() })
+	<-held
+	wg.Go(func() { results[1], errs[1] = call() })
+	for ops.ViewsWaiting(svc) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	readWhileWaiting = ops.ViewPayloadBytesRead(svc)
+	close(release)
+	wg.Wait()
+	return results, errs, readWhileWaiting
 }

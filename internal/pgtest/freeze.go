@@ -130,13 +130,16 @@ func (p *FreezingProxy) FreezeWhenSent(marker string) {
 
 // sent reports whether b, sent by a client, holds the marker to freeze
 // on, and forgets the marker when it does.
-func (p *FreezingProxy) sent(b []byte) bool {
+func (p *FreezingProxy) sent(b []byte) bool { return p.take(&p.marker, b) }
+
+// take reports whether b holds *marker, and forgets it when it does.
+func (p *FreezingProxy) take(marker *[]byte, b []byte) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.marker) == 0 || !bytes.Contains(b, p.marker) {
+	if len(*marker) == 0 || !bytes.Contains(b, *marker) {
 		return false
 	}
-	p.marker = nil
+	*marker = nil
 	return true
 }
 
@@ -230,15 +233,7 @@ func (p *FreezingProxy) CutWhenSent(marker string) {
 
 // cutAfter reports whether b, sent by a client, holds the marker to cut
 // on, and forgets the marker when it does.
-func (p *FreezingProxy) cutAfter(b []byte) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.cutMarker) == 0 || !bytes.Contains(b, p.cutMarker) {
-		return false
-	}
-	p.cutMarker = nil
-	return true
-}
+func (p *FreezingProxy) cutAfter(b []byte) bool { return p.take(&p.cutMarker, b) }
 
 func (p *FreezingProxy) accept() {
 	for {
