@@ -183,6 +183,9 @@ func command(h ops.Hint, asCalled bool) string {
 			names = append(names, k)
 		}
 	}
+	if shown, ok := h.Args["include_payload"].(bool); ok && !shown {
+		names = append(names, "no_payload")
+	}
 	sort.Strings(names)
 	if h.Op == ops.OpWork {
 		// pgbus work --queue Q --handler H, as its help writes it.
@@ -194,6 +197,10 @@ func command(h ops.Hint, asCalled bool) string {
 			// A template: the handler type is the person's to choose,
 			// and the hint's why says among what.
 			parts = append(parts, "--handler", "TYPE")
+			continue
+		}
+		if k == "no_payload" {
+			parts = append(parts, flag)
 			continue
 		}
 		if on, ok := h.Args[k].(bool); ok {

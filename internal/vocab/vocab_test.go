@@ -22,6 +22,11 @@ func TestHintWording(t *testing.T) {
 		// The CLI shows a payload unless told not to: include_payload is no flag of it.
 		{ops.Hint{Op: ops.OpDLQShow, Args: map[string]any{"queue": "orders_dlq", "msg_id": int64(42), "include_payload": true, "full_history": true}},
 			"pgbus dlq show 42 --full-history --queue orders_dlq", `pgbus_dlq_show {"full_history":true,"include_payload":true,"msg_id":42,"queue":"orders_dlq"}`},
+		// A call that left the payload out is repeated without it.
+		{ops.Hint{Op: ops.OpDLQShow, Args: map[string]any{"queue": "orders_dlq", "msg_id": int64(42), "include_payload": false, "full_history": false}},
+			"pgbus dlq show 42 --no-payload --queue orders_dlq", `pgbus_dlq_show {"full_history":false,"include_payload":false,"msg_id":42,"queue":"orders_dlq"}`},
+		{ops.Hint{Op: ops.OpQueueMessages, Args: map[string]any{"queue": "orders", "include_payload": false}},
+			"pgbus queue messages orders --no-payload", `pgbus_queue_messages {"include_payload":false,"queue":"orders"}`},
 		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"ids": []int64{1, 2}, "queue": "orders"}},
 			"pgbus dlq retry 1 2 --queue orders", `pgbus_dlq_retry {"ids":[1,2],"queue":"orders"}`},
 		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "kind": "charge"}},
