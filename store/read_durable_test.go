@@ -26,10 +26,21 @@ func TestReadSurvivesACrash(t *testing.T) {
 	// The WAL writer then waits 10 s between flushes, and the background
 	// writer writes no page (whose WAL it would flush first): a commit
 	// that does not flush its own WAL is lost in a crash within them.
-	for _, set := range []string{"ALTER SYSTEM SET wal_writer_delay = '10s'", "ALTER SYSTEM SET bgwriter_lru_maxpages = 0", "SELECT pg_reload_conf()"} {
+	for _, set := range []string{"ALTER SYSTEM SET wal_writer_delay = '10s'", "ALTER SYSTEM SET bgwriter_lru_maxpages = 0"} {
 		if _, err := s.Pool().Exec(ctx, set); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A restart, not a reload: the WAL writer takes a reload in its own
+	// time, and until it has, a read that does not wait for the disk may
+	// still be flushed before the crash, and the test pass without the fix.
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c = pgtest.StartCluster(t, dir)
+	var delay string
+	if err := s.Pool().QueryRow(ctx, "SHOW wal_writer_delay").Scan(&delay); err != nil || delay != "10s" {
+		t.Fatalf("wal_writer_delay after the restart: %q, %v; want 10s", delay, err)
 	}
 	id, err := s.Send(ctx, "rc", store.NewMessage{Payload: json.RawMessage(`{"n":1}`)})
 	if err != nil {
