@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -79,5 +80,14 @@ func TestMigrationGivenUpOnALockSaysToEndTheHolderAndMigrateAgain(t *testing.T) 
 				t.Errorf("the error's next steps = %+v; want the migration again (%s)", e.Hints, ops.OpMigrate)
 			}
 		})
+	}
+}
+
+// The tests of other packages hold the migration lock by pgtest's key:
+// they would hold another lock, and wait for nothing, if it were not the
+// store's.
+func TestPgtestMigrationLockKeyIsTheStores(t *testing.T) {
+	if pgtest.MigrationLockKey != store.MigrationLockKey {
+		t.Fatalf("pgtest.MigrationLockKey = %#x; the store's migrations take %#x", pgtest.MigrationLockKey, store.MigrationLockKey)
 	}
 }

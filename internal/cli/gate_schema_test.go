@@ -238,9 +238,7 @@ func TestServeSaysItReadiesTheSchemaWhileAnotherMigrates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The store's migration lock: the ASCII bytes of "pgbusmig".
-	const migrationLock int64 = 0x7067627573_6d6967
-	if _, err := tx.Exec(pgtest.Context(t), `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+	if _, err := tx.Exec(pgtest.Context(t), `SELECT pg_advisory_xact_lock($1)`, pgtest.MigrationLockKey); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := pgx.ParseConfig(url)

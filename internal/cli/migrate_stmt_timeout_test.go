@@ -10,10 +10,6 @@ import (
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
-// migrationLock is the advisory lock pgbus's migrations take, one at a
-// time (store's migrationLockKey).
-const migrationLock int64 = 0x7067627573_6d6967
-
 // pgbus migrate cut off by the statement_timeout of the role it migrates
 // as says to reset that setting for the role, or to migrate as a role
 // without it, and gives the migration again as its next step, rather than
@@ -36,7 +32,7 @@ func TestMigrateCutByTheRolesStatementTimeout(t *testing.T) {
 	}
 	// The migration waits for its lock, held here, until the role's
 	// statement_timeout cuts the wait.
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgtest.MigrationLockKey); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{{"migrate"}, {"migrate", "--json"}} {

@@ -16,10 +16,6 @@ import (
 	"github.com/pgbus/pgbus/schema"
 )
 
-// migrationLockKey is the advisory lock every pgbus takes to migrate
-// ("pgbusmig"): pgbus's of every version wait for one another by it.
-const migrationLockKey int64 = 0x7067627573_6d6967
-
 // Processes that migrate at once share the work: each says in its log
 // what it applied itself, from which version to which, and names the
 // versions others applied meanwhile. Each said it upgraded the schema
@@ -62,7 +58,7 @@ func TestPrepareLogsOnlyWhatItApplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := firstTx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
+	if _, err := firstTx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgtest.MigrationLockKey); err != nil {
 		t.Fatal(err)
 	}
 
@@ -82,7 +78,7 @@ func TestPrepareLogsOnlyWhatItApplied(t *testing.T) {
 	olderDone := make(chan error, 1)
 	go func() {
 		olderDone <- pgx.BeginFunc(ctx, older24, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgtest.MigrationLockKey); err != nil {
 				return err
 			}
 			for _, m := range all[start:older] {
@@ -155,7 +151,7 @@ func lockWaiters(t *testing.T, conn *pgx.Conn) int {
 	var n int
 	if err := conn.QueryRow(pgtest.Context(t), `SELECT count(*) FROM pg_locks
 		WHERE locktype = 'advisory' AND NOT granted AND (classid::int8 << 32 | objid::int8) = $1
-		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, migrationLockKey).Scan(&n); err != nil {
+		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, pgtest.MigrationLockKey).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
