@@ -99,7 +99,7 @@ func (h handler) check(what string) error {
 		// it, the error names the handler, and a Run refused makes none
 		// of the other handlers' breakers first.
 		if err := b.Validate(); err != nil {
-			return fmt.Errorf("%s: HandlerOptions.Breaker: %w", what, err)
+			return fmt.Errorf("%w: %s: HandlerOptions.Breaker: %w", store.ErrInvalid, what, err)
 		}
 	}
 	for i, p := range h.opts.Policies {

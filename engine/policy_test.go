@@ -286,8 +286,9 @@ func TestBreakerOutOfRangeRefusedBeforeAnyIsMade(t *testing.T) {
 	c := pgtest.NewClient(t, s, q, nil)
 	c.Handle("fine", noop, engine.HandlerOptions{Breaker: &good})
 	c.Handle("charge", noop, engine.HandlerOptions{Breaker: &bad})
-	const says = `kind "charge": HandlerOptions.Breaker: circuit breaker "`
-	if err := c.Validate(); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), "failure threshold 0 is out of range") {
+	// Worded as every other refused option is: "invalid input: " first.
+	const says = `invalid input: kind "charge": HandlerOptions.Breaker: circuit breaker "`
+	if err := c.Validate(); !errors.Is(err, store.ErrInvalid) || !strings.HasPrefix(err.Error(), says) || !strings.Contains(err.Error(), "failure threshold 0 is out of range") {
 		t.Fatalf("Validate = %v; want ErrInvalid saying %q and the threshold", err, says)
 	}
 	ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
