@@ -77,3 +77,53 @@ func TestRetryCutAtCommitSaysWhatMayHaveMoved(t *testing.T) {
 		t.Errorf("audit entry %v, want retried %d and the one unsure", m, pd.Done)
 	}
 }
+
+// archiveMarker is the end of the lock that starts the statement that
+// moves dead messages to their DLQ's archive, and the delete after it.
+const archiveMarker = "ORDER BY q.msg_id FOR UPDATE), d AS (\n\t\t\tDELETE FROM"
+
+// A bulk discard cut as a batch's statement reached the server, which
+// commits it, reports that batch's messages as ones that may or may not
+// have been discarded, as a bulk retry does: with them and what it knows
+// it discarded, the report covers what left the DLQ.
+func TestDiscardCutAtCommitSaysWhatMayHaveMoved(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	direct := pgtest.OpenStore(t, url)
+	q := newQueue(t, direct, nil)
+	pgtest.DeadLetterN(t, direct, q, 600, pgtest.DeadSpec{})
+	proxy := pgtest.NewFreezingProxy(t, url)
+	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "default_query_exec_mode", "exec"))
+	svc := newService(t, through, ops.Options{})
+	client := uniqueName("agent") + "/1.0"
+	var cut sync.Once
+	req := ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 600, Confirm: true, Progress: func(done, _ int) {
+		if done > 0 { // after the first batch: the cut comes at the second's
+			cut.Do(func() { proxy.CutWhenSent(archiveMarker) })
+		}
+	}}
+	_, err := svc.DLQDiscard(ops.WithClient(testContext(t), client), req)
+	var pd *ops.PartlyDone
+	if !errors.As(err, &pd) || pd.Done == 0 {
+		t.Fatalf("discard whose connection broke at a batch's commit: %v; want a PartlyDone that discarded some", err)
+	}
+	pgtest.Eventually(t, time.Minute, "the cut batch to end on the server", func() bool {
+		return pgtest.Int(t, direct, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE 'WITH l AS (%'`) == 0
+	})
+	dead := deadCount(t, direct, q)
+	gone := int64(600 - dead)
+	if len(pd.Unsure) == 0 || gone < pd.Done || gone > pd.Done+int64(len(pd.Unsure)) {
+		t.Errorf("%d messages left the DLQ, the report counts %d done and %d unsure: want the cut batch unsure, and the two to cover what moved: %v", gone, pd.Done, len(pd.Unsure), err)
+	}
+	if left := 600 - pd.Done - int64(len(pd.Unsure)); pd.Left() != left {
+		t.Errorf("the limit left is %d, want %d: the limit less what was done and what may have been", pd.Left(), left)
+	}
+	if want := "may or may not have been discarded"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	m := partialAudit(t, auditRows(t, direct, client), ops.OpDLQDiscard)
+	if unsure, _ := m["unsure"].([]any); m["discarded"] != float64(pd.Done) || len(unsure) != len(pd.Unsure) {
+		t.Errorf("audit entry %v, want discarded %d and the %d unsure", m, pd.Done, len(pd.Unsure))
+	}
+}
