@@ -88,6 +88,10 @@ type PartlySent struct {
 }
 
 func (e *PartlySent) Error() string {
+	if e.Unsure > 0 {
+		return fmt.Sprintf("%v; %s: send only the payloads from index %d on (counting from 0) if those are not in the queue, from index %d on if they are, since the same call again would send the first %s twice",
+			e.Err, e.Stopped(), e.Sent, e.Sent+e.Unsure, plural.Of(int64(e.Sent), "payload", "payloads"))
+	}
 	return fmt.Sprintf("%v; %s: send only the payloads from index %d on (counting from 0), since the same call again would send the first %s twice",
 		e.Err, e.Stopped(), e.Sent, plural.Of(int64(e.Sent), "payload", "payloads"))
 }
@@ -104,7 +108,7 @@ func (e *PartlySent) Stopped() string {
 		rest = "the last one was not sent"
 	}
 	if e.Unsure > 0 {
-		unsure := fmt.Sprintf("the next %s may or may not have been sent, as the connection broke while they were written: look before sending them again", thousands(int64(e.Unsure)))
+		unsure := fmt.Sprintf("the next %s may or may not have been sent, as their commit was sent but not answered (the connection broke, or the call was stopped, as it was made): look before sending them again", thousands(int64(e.Unsure)))
 		if unsent > 0 {
 			unsure += "; " + rest
 		}
@@ -242,9 +246,10 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		}
 		if err != nil {
 			// A batch whose commit went unanswered may be in the queue:
-			// the words must not say it was not sent.
+			// the words must not say it was not sent. A call stopped
+			// (Ctrl-C) as the commit's answer was on its way is one.
 			unsure := 0
-			if _, gaveUp := givenUp(ctx, err); (gaveUp || store.IsUnreachable(err)) && !store.NeverSent(err) {
+			if _, gaveUp := givenUp(ctx, err); errors.Is(err, store.ErrCommitUnknown) || (gaveUp || store.IsUnreachable(err)) && !store.NeverSent(err) {
 				unsure = len(part)
 			}
 			if start > 0 || unsure > 0 {

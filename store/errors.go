@@ -15,6 +15,12 @@ var ErrInvalid = errors.New("invalid input")
 // ErrNotFound is wrapped by errors about a queue or message that does not exist.
 var ErrNotFound = errors.New("not found")
 
+// ErrCommitUnknown is wrapped by the error of a write whose commit was
+// sent but not answered (its connection broke, or its call was cancelled
+// or timed out as the answer was on its way): it may or may not have been
+// made, so what it wrote is to be looked for before writing it again.
+var ErrCommitUnknown = errors.New("the commit was sent but not answered, so it may or may not have been made")
+
 // ErrClosed marks a statement refused because its Store was closed
 // (Store.Close) or its pool was.
 var ErrClosed = errors.New("store closed")

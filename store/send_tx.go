@@ -91,18 +91,36 @@ func (s *Store) SendRouted(ctx context.Context, msgs []TxMessage) ([]int64, erro
 		return nil, err
 	}
 	var ids []int64
-	var werr error
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		ids, werr = p.write(ctx, tx)
-		return werr
+	err = s.sendInTx(ctx, func(tx pgx.Tx) (err error) {
+		ids, err = p.write(ctx, tx)
+		return err
 	})
-	switch {
-	case werr != nil:
-		return nil, werr
-	case err != nil:
-		return nil, fmt.Errorf("store: send: begin or commit the batch's transaction: %w", err)
+	if err != nil {
+		return nil, err
 	}
 	return ids, nil
+}
+
+// sendInTx runs write, which writes a batch, in a transaction of the
+// store's own, and commits it. write's error is returned as it is; a
+// commit whose answer did not come back wraps ErrCommitUnknown: the batch
+// may be in the queue, and is not to be called not sent.
+func (s *Store) sendInTx(ctx context.Context, write func(pgx.Tx) error) error {
+	tx, err := s.db.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("store: send: begin the batch's transaction: %w", err)
+	}
+	if err := write(tx); err != nil {
+		_ = tx.Rollback(ctx) // a cancelled ctx closes the connection, which ends the transaction
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if OutcomeUnknown(err) {
+			return fmt.Errorf("store: send: commit the batch's transaction: %w: %w", ErrCommitUnknown, err)
+		}
+		return fmt.Errorf("store: send: commit the batch's transaction: %w", err)
+	}
+	return nil
 }
 
 // SendRoutedNoted is SendRouted that also writes note, in the batch's
@@ -133,15 +151,14 @@ func (s *Store) SendRoutedNoted(ctx context.Context, msgs []TxMessage, note Audi
 	if note.Completes != 0 {
 		completes = note.Completes
 	}
-	var werr error
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+	err = s.sendInTx(ctx, func(tx pgx.Tx) (err error) {
 		noteID = 0
-		if ids, werr = p.write(ctx, tx); werr != nil {
-			return werr
+		if ids, err = p.write(ctx, tx); err != nil {
+			return err
 		}
 		sp, err := tx.Begin(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("store: send: begin the audit note's savepoint: %w", err)
 		}
 		// Dated when the operation started, as the entry it replaces.
 		err = sp.QueryRow(ctx, `INSERT INTO pgbus.audit_log (client, transport, principal, tool, arguments, result, pending, completes, run_pid, run_key, at)
@@ -151,13 +168,13 @@ func (s *Store) SendRoutedNoted(ctx context.Context, msgs []TxMessage, note Audi
 			noteID = 0
 			return sp.Rollback(ctx)
 		}
-		return sp.Commit(ctx)
+		if err := sp.Commit(ctx); err != nil {
+			return fmt.Errorf("store: send: release the audit note's savepoint: %w", err)
+		}
+		return nil
 	})
-	switch {
-	case werr != nil:
-		return nil, 0, werr
-	case err != nil:
-		return nil, 0, fmt.Errorf("store: send: begin or commit the batch's transaction: %w", err)
+	if err != nil {
+		return nil, 0, err
 	}
 	return ids, noteID, nil
 }

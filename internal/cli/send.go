@@ -233,7 +233,7 @@ func (in *ndjsonInput) lineError(err error, queue string, carried func(string) s
 				stopped.resume = append(stopped.resume, in.lines[last+1])
 			}
 			stopped.look = queue
-			parts = append(parts, fmt.Sprintf("lines %d to %d may or may not have been sent, as the connection broke while they were written: look for them with %s, then run the same command with %s", next, in.lines[last], carried("pgbus queue messages "+vocab.ShellQuote(queue)), resume))
+			parts = append(parts, fmt.Sprintf("lines %d to %d may or may not have been sent, as their commit was sent but not answered (the connection broke, or the command was stopped, as it was made): look for them with %s, then run the same command with %s", next, in.lines[last], carried("pgbus queue messages "+vocab.ShellQuote(queue)), resume))
 		} else {
 			parts = append(parts, fmt.Sprintf("line %d and those after it were not: run the same command with --from-line %d to send them, not the whole input again, which would send the sent lines twice", next, next))
 		}
