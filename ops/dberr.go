@@ -501,7 +501,7 @@ func (e effect) changed(atConnect bool) string {
 // in parentheses.
 func unanswered(err error) string {
 	if store.EndedByAdministrator(err) {
-		return fmt.Sprintf("the database ended the call's session: an administrator ended it (pg_terminate_backend), or the server is shutting down (%v)", err)
+		return fmt.Sprintf("the database ended the call's session, as an administrator does (pg_terminate_backend) or the server does when it shuts down (%v)", err)
 	}
 	return fmt.Sprintf("the database does not answer: it is down or restarting, or the network to it is cut (%v)", err)
 }
