@@ -79,17 +79,25 @@ type BreakerUser struct {
 }
 
 // EnsureBreaker creates a breaker or updates its configuration, keeping its
-// state.
+// state. A closed breaker takes the new cool-off for its next opening. An
+// open or half-open one keeps the end of the opening in progress, and its
+// next opening is the new cool-off doubled as often as the old one was
+// (its current cool-off scaled by new over old, within the new bounds):
+// the failed probes so far still count, but an opening is never cut short
+// by a configuration change, since the downstream it protects failed at
+// its start. The update reads the row as locked, so processes that ensure
+// the same configuration at once leave the same values.
 func (s *Store) EnsureBreaker(ctx context.Context, c BreakerConfig) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
 	_, err := s.db.Exec(ctx, `
-		INSERT INTO pgbus.circuit_breakers (name, failure_threshold, cool_off_ms, max_cool_off_ms, current_cool_off_ms)
+		INSERT INTO pgbus.circuit_breakers AS b (name, failure_threshold, cool_off_ms, max_cool_off_ms, current_cool_off_ms)
 		VALUES ($1, $2, $3, $4, $3)
 		ON CONFLICT (name) DO UPDATE SET failure_threshold = excluded.failure_threshold,
 			cool_off_ms = excluded.cool_off_ms, max_cool_off_ms = excluded.max_cool_off_ms,
-			current_cool_off_ms = least(greatest(pgbus.circuit_breakers.current_cool_off_ms, excluded.cool_off_ms), excluded.max_cool_off_ms)`,
+			current_cool_off_ms = CASE WHEN b.state = 'closed' THEN excluded.cool_off_ms
+				ELSE least(greatest(b.current_cool_off_ms * excluded.cool_off_ms / b.cool_off_ms, excluded.cool_off_ms), excluded.max_cool_off_ms) END`,
 		c.Name, c.FailureThreshold, c.CoolOff.Milliseconds(), c.MaxCoolOff.Milliseconds())
 	if err != nil {
 		return fmt.Errorf("store: set up circuit breaker %q: %w", c.Name, err)

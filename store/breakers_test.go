@@ -579,3 +579,93 @@ func TestOpeningByHandEndsWithItsPeriod(t *testing.T) {
 		t.Fatalf("reset of the breaker opened by hand again = %+v, %v; want it kept, by cli", was, err)
 	}
 }
+
+// A breaker's changed cool-off applies at once to a closed breaker, whose
+// next opening lasts the new cool-off, and to an open one from its next
+// opening on: the opening in progress keeps its end, and the next one is
+// the new cool-off doubled as often as the old one was. Processes that
+// ensure the same configuration at once agree on it.
+func TestBreakerReconfiguredCoolOff(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	ensureAll := func(c store.BreakerConfig) {
+		t.Helper()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.EnsureBreaker(ctx, c); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	period := func(st store.BreakerState) time.Duration {
+		t.Helper()
+		if st.State != store.BreakerOpen || st.OpenedAt == nil || st.OpenUntil == nil {
+			t.Fatalf("breaker = %+v; want it open", st)
+		}
+		return st.OpenUntil.Sub(*st.OpenedAt)
+	}
+
+	// Closed: the lowered cool-off is the next opening's.
+	closed := uniqueName("cooltest")
+	ensureAll(store.BreakerConfig{Name: closed, FailureThreshold: 2, CoolOff: 30 * time.Second, MaxCoolOff: 5 * time.Minute})
+	ensureAll(store.BreakerConfig{Name: closed, FailureThreshold: 2, CoolOff: 2 * time.Second, MaxCoolOff: 5 * time.Minute})
+	if st := breakerNamed(t, ctx, s, closed); st.CoolOffSeconds != 2 || st.CurrentCoolOffSeconds != 2 {
+		t.Fatalf("closed breaker after its cool-off went from 30s to 2s = %+v; want both cool-offs 2s", st)
+	}
+	for range 2 {
+		if _, err := s.BreakerFailure(ctx, closed, "503"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := period(breakerNamed(t, ctx, s, closed)); got != 2*time.Second {
+		t.Fatalf("first opening after the cool-off went from 30s to 2s lasts %v, want 2s", got)
+	}
+
+	// Open, after one failed probe: its opening keeps its end, the next
+	// one is the new cool-off doubled twice.
+	open := uniqueName("cooltest")
+	ensureAll(store.BreakerConfig{Name: open, FailureThreshold: 1, CoolOff: time.Second, MaxCoolOff: time.Hour})
+	if _, err := s.BreakerFailure(ctx, open, "503"); err != nil {
+		t.Fatal(err)
+	}
+	waitCoolOff(t, s, open)
+	if v, err := s.AcquireBreaker(ctx, open, time.Minute); err != nil || !v.Probe {
+		t.Fatalf("verdict = %+v, %v; want the probe", v, err)
+	}
+	if _, err := s.BreakerFailure(ctx, open, "503"); err != nil {
+		t.Fatal(err)
+	}
+	before := breakerNamed(t, ctx, s, open)
+	if got := period(before); got != 2*time.Second {
+		t.Fatalf("opening after a failed probe lasts %v, want 2s", got)
+	}
+	ensureAll(store.BreakerConfig{Name: open, FailureThreshold: 1, CoolOff: 100 * time.Millisecond, MaxCoolOff: time.Hour})
+	after := breakerNamed(t, ctx, s, open)
+	if !after.OpenUntil.Equal(*before.OpenUntil) || after.CurrentCoolOffSeconds != 0.2 {
+		t.Fatalf("open breaker after its cool-off went from 1s to 100ms = %+v; want its end kept, %v, and the current cool-off 0.2s", after, before.OpenUntil)
+	}
+	waitCoolOff(t, s, open)
+	if v, err := s.AcquireBreaker(ctx, open, time.Minute); err != nil || !v.Probe {
+		t.Fatalf("verdict = %+v, %v; want the probe", v, err)
+	}
+	if _, err := s.BreakerFailure(ctx, open, "503"); err != nil {
+		t.Fatal(err)
+	}
+	if got := period(breakerNamed(t, ctx, s, open)); got != 400*time.Millisecond {
+		t.Fatalf("next opening after the cool-off went from 1s to 100ms lasts %v, want 400ms", got)
+	}
+	// A max cool-off lowered below the current one caps it.
+	ensureAll(store.BreakerConfig{Name: open, FailureThreshold: 1, CoolOff: 100 * time.Millisecond, MaxCoolOff: 300 * time.Millisecond})
+	if st := breakerNamed(t, ctx, s, open); st.CurrentCoolOffSeconds != 0.3 {
+		t.Fatalf("current cool-off after the max went down to 300ms = %vs, want 0.3s", st.CurrentCoolOffSeconds)
+	}
+}
