@@ -527,6 +527,49 @@ func TestAlertRules(t *testing.T) {
 			}
 		}},
 
+		{"failure rate with series born in the window", func(t *testing.T) ([]snapshot, []phase, []check) {
+			s := newSystem(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+			q := s.queue(t, "kinds")
+			c := s.client(t, q, nil)
+			c.HandleQueue(q, handle)
+			pgtest.Start(t, c)
+			pgtest.Send(t, c, q, work{Mode: "ok"}, engine.SendOptions{Kind: "charge"})
+			pgtest.Eventually(t, time.Minute, "the first job done", func() bool { return s.finished(t, q, engine.OutcomeSucceeded) == 1 })
+			scrapes := []snapshot{capture(t, s.base)}
+			// Each minute, a kind seen for the first time fails twice, then
+			// succeeds twice, beside one charge that succeeds: 2 failed
+			// deliveries in 5, 40%. The failures share one series, born
+			// once, while each new kind's deliveries are series of their
+			// own, born that minute: a rate() of them misses their first
+			// value, and the ratio read 200%.
+			const rounds = 16
+			for i := 1; i <= rounds; i++ {
+				pgtest.Send(t, c, q, work{Mode: "ok"}, engine.SendOptions{Kind: "charge"})
+				for range 2 {
+					pgtest.Send(t, c, q, work{Mode: "retry"}, engine.SendOptions{Kind: fmt.Sprintf("kind%d", i)})
+				}
+				pgtest.Eventually(t, time.Minute, "the jobs done", func() bool {
+					return s.finished(t, q, engine.OutcomeSucceeded) == float64(1+3*i)
+				})
+				scrapes = append(scrapes, capture(t, s.base))
+			}
+			phases := []phase{{scrape: 0, minutes: 5}}
+			for i := 1; i <= rounds; i++ {
+				phases = append(phases, phase{scrape: i, minutes: 1, ramp: true})
+			}
+			phases = append(phases, phase{scrape: rounds, minutes: 20}) // then no more work
+			failing := firing{alert: "PgbusHighFailureRate", labels: map[string]string{"queue": q, "severity": sev},
+				summary: "pgbus queue " + q + ": 40% of deliveries fail"}
+			// The first failures are at 5m, the last at 20m: the rule
+			// holds from 5m, fires 10 minutes later, and its 5 minutes of
+			// failures end at 25m.
+			return scrapes, phases, []check{
+				{minute: 4}, {minute: 14},
+				{minute: 15, firing: []firing{failing}}, {minute: 20, firing: []firing{failing}}, {minute: 24, firing: []firing{failing}},
+				{minute: 26}, {minute: 40},
+			}
+		}},
+
 		{"database unreachable", func(t *testing.T) ([]snapshot, []phase, []check) {
 			_, cluster, st := pgtest.PrivateStore(t)
 			s := newSystem(t, st)
