@@ -76,6 +76,31 @@ func exporterNames() []string {
 	return names
 }
 
+// Exporters lists the exporters FromEnv sets up as the environment says:
+// the names OTEL_TRACES_EXPORTER gives but none, or otlp when only an OTLP
+// endpoint turns tracing on. It is empty when tracing is off (Enabled).
+func Exporters() []string {
+	if !Enabled() {
+		return nil
+	}
+	names := exporterNames()
+	if len(names) == 0 {
+		return []string{exporterOTLP} // an endpoint was set
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return n == exporterNone })
+}
+
+// Endpoint is the OTLP endpoint the otlp exporter sends spans to, as the
+// environment sets it (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+// OTEL_EXPORTER_OTLP_ENDPOINT): "" when neither is set, for the
+// exporter's default on localhost.
+func Endpoint() string {
+	if v := os.Getenv(EnvTracesEndpoint); v != "" {
+		return v
+	}
+	return os.Getenv(EnvEndpoint)
+}
+
 // FromEnv sets tracing up as the standard OTEL_* environment variables
 // say (see Enabled), with a TracerProvider that batches spans to the
 // exporters named: otlp (over http/protobuf, or grpc when
@@ -91,10 +116,7 @@ func FromEnv(ctx context.Context) (*Tracer, func(context.Context) error, error) 
 	if !Enabled() {
 		return nil, nothing, nil
 	}
-	names := exporterNames()
-	if len(names) == 0 {
-		names = []string{exporterOTLP} // an endpoint was set
-	}
+	names := Exporters()
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", defaultServiceName)),
 		resource.WithTelemetrySDK(), resource.WithFromEnv())
@@ -111,8 +133,6 @@ func FromEnv(ctx context.Context) (*Tracer, func(context.Context) error, error) 
 	for _, n := range names {
 		var exp sdktrace.SpanExporter
 		switch n {
-		case exporterNone:
-			continue
 		case exporterOTLP:
 			exp, err = otlpExporter(ctx)
 		case exporterConsole:

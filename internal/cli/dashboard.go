@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -111,7 +112,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 		return usageError{err}
 	}
 	// Its retries are traced as those of every other front end.
-	if c.Observers, err = a.tracing(ctx); err != nil {
+	if c.Observers, err = a.tracing(ctx, slog.LevelInfo); err != nil {
 		return err
 	}
 	// Actions write, so the dashboard migrates as serve does; a read-only

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -75,7 +76,7 @@ func (a *app) openMigrated(ctx context.Context) (context.Context, *session, erro
 }
 
 func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *session, error) {
-	if _, err := a.tracing(ctx); err != nil {
+	if _, err := a.tracing(ctx, slog.LevelDebug); err != nil {
 		return ctx, nil, err
 	}
 	if err := a.settleCallTimeout(); err != nil {
@@ -105,7 +106,7 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 // a URL that cannot be read, the embedded PostgreSQL that cannot start,
 // or a schema that cannot be readied on a database that answers.
 func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context, _ *session, pending bool, _ error) {
-	if _, err := a.tracing(ctx); err != nil {
+	if _, err := a.tracing(ctx, slog.LevelInfo); err != nil { // serve and dashboard run long
 		return ctx, nil, false, err
 	}
 	if err := a.settleCallTimeout(); err != nil {

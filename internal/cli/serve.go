@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -229,7 +230,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
 		return usageError{err}
 	}
-	observers, err := a.tracing(ctx)
+	observers, err := a.tracing(ctx, slog.LevelInfo)
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,27 @@ func TestSendTracesToTheCollector(t *testing.T) {
 	if !c.svc["pgbus"] {
 		t.Errorf("service names %v, want pgbus", c.svc)
 	}
+	if strings.Contains(r.stderr, "tracing with OpenTelemetry") {
+		t.Errorf("send, a one-shot command, says at the info level that it traces:\n%s", r.stderr)
+	}
+}
+
+// pgbus work, a long-running process, says at its start that it traces,
+// naming the exporter the OTLP endpoint alone turned on.
+func TestWorkSaysItTraces(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	_, url := newCollector(t)
+	r := pgbusIn(t, append(d.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+url), "", "work", "--queue", "orders", "--handler", "demo",
+		"--until-idle", "--poll-interval", "50ms", "--log-format", "json")
+	if r.code != 0 {
+		t.Fatalf("work: exit %d: %s", r.code, r.stderr)
+	}
+	want := `"msg":"pgbus: tracing with OpenTelemetry","exporter":"otlp","endpoint":"` + url + `"`
+	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, `"level":"INFO"`) {
+		t.Errorf("work's log has no line %s at the info level:\n%s", want, r.stderr)
+	}
 }
 
 // An exporter pgbus does not have is a usage error that says what to set,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -270,7 +271,7 @@ func queueSpecs(flags []string) (specs []string, source string) {
 
 // work runs pgbus work.
 func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) error {
-	observers, err := a.tracing(ctx)
+	observers, err := a.tracing(ctx, slog.LevelInfo)
 	if err != nil {
 		return err
 	}
