@@ -14,9 +14,12 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// A person watching the workers at the info level sees the breaker open
-// once when its downstream fails, and close once the downstream is back.
-func TestBreakerTransitionsLoggedAtInfo(t *testing.T) {
+// A person watching the workers sees the breaker open once when its
+// downstream fails, reopen when its probe fails, and close once the
+// downstream is back; a pipeline that keeps only warnings sees the
+// downstream cut off: the opening and each reopening are warnings, the
+// closing is at info.
+func TestBreakerTransitionsLogged(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50; qs.RetryBackoff = 20 * time.Millisecond })
@@ -36,21 +39,36 @@ func TestBreakerTransitionsLoggedAtInfo(t *testing.T) {
 	for i := range 4 {
 		pgtest.Send(t, c, q, i, engine.SendOptions{Kind: "call"})
 	}
-	pgtest.Eventually(t, 30*time.Second, "the opening logged", func() bool {
-		return strings.Contains(logs.String(), "circuit breaker opened")
+	pgtest.Eventually(t, 30*time.Second, "the reopening logged", func() bool {
+		return strings.Contains(logs.String(), "circuit breaker reopened: its probe failed")
 	})
 	healthy.Store(true)
 	pgtest.Eventually(t, 30*time.Second, "every message archived", func() bool { return pgtest.Archived(t, s, q) == 4 })
 	out := logs.String()
-	if n := strings.Count(out, "circuit breaker opened"); n != 1 {
+	lines := map[string][]string{}
+	for l := range strings.Lines(out) {
+		for _, what := range []string{"circuit breaker opened", "circuit breaker reopened", "circuit breaker closed"} {
+			if strings.Contains(l, what) {
+				lines[what] = append(lines[what], l)
+			}
+		}
+	}
+	if n := len(lines["circuit breaker opened"]); n != 1 {
 		t.Errorf("the opening logged %d times, want once:\n%s", n, out)
 	}
-	if n := strings.Count(out, "circuit breaker closed"); n != 1 {
+	if n := len(lines["circuit breaker closed"]); n != 1 {
 		t.Errorf("the closing logged %d times, want once:\n%s", n, out)
 	}
-	for _, want := range []string{"breaker=" + name, "queue=" + q, "kind=call", "level=INFO"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the log lacks %q:\n%s", want, out)
+	for what, level := range map[string]string{"circuit breaker opened": "WARN", "circuit breaker reopened": "WARN", "circuit breaker closed": "INFO"} {
+		for _, l := range lines[what] {
+			if !strings.Contains(l, "level="+level+" ") {
+				t.Errorf("%q logged at another level than %s: %s", what, level, l)
+			}
+			for _, want := range []string{"breaker=" + name, "queue=" + q, "kind=call"} {
+				if !strings.Contains(l, want) {
+					t.Errorf("the line of %q lacks %q: %s", what, want, l)
+				}
+			}
 		}
 	}
 }

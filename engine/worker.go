@@ -882,8 +882,9 @@ func (w *queueWorker) releaseProbe(name string, probeUntil time.Time) {
 }
 
 // breakerRecord counts a job's success or failure on its breaker, and logs
-// at info the opening and the closing it causes: a person watching the
-// workers sees when a downstream is given a rest and when it is back.
+// the opening (a warning: a log kept at warnings sees a downstream cut
+// off) and the closing (at info) it causes: a person watching the workers
+// sees when a downstream is given a rest and when it is back.
 func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe bool) {
 	ctx, cancel := context.WithTimeout(w.jobBase, breakerCallTimeout)
 	defer cancel()
@@ -901,7 +902,7 @@ func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe b
 			if probe {
 				what = "pgbus: circuit breaker reopened: its probe failed; its jobs are snoozed until the next probe"
 			}
-			w.c.log.Info(what, "breaker", name, "queue", job.Queue, "kind", job.Kind, "failures", change.Failures,
+			w.c.log.Warn(what, "breaker", name, "queue", job.Queue, "kind", job.Kind, "failures", change.Failures,
 				"probe_in", change.OpenUntil.Sub(w.c.store.Now()).Round(time.Millisecond), // on the database's clock, which wrote OpenUntil
 				"error_class", ErrorClass(jobErr))
 		}
