@@ -1,7 +1,9 @@
 // Reloads a page asked to refresh itself (?refresh=N, the main element's
 // data-refresh) every N seconds, as its <noscript> meta element does
-// without JavaScript, but not while a form field on it is focused or
-// holds what the person changed and has not sent: a reload would lose it.
+// without JavaScript, but not while anything on it has the focus (a form
+// field, a link, a button) or a form field holds what the person changed
+// and has not sent: a reload would lose it, and send a person moving
+// through the page by keyboard or screen reader back to its top.
 // Each reload held back marks the main element (data-refresh-held, the
 // count), and the page tries again N seconds later.
 (function () {
@@ -21,13 +23,15 @@
   document.addEventListener('input', edited, true);
   document.addEventListener('change', edited, true);
 
-  function typing() {
+  // focused reports whether an element of the page has the focus: the
+  // body has it when nothing else does.
+  function focused() {
     var el = document.activeElement;
-    return !!el && /^(INPUT|SELECT|TEXTAREA)$/.test(el.tagName) && el.type !== 'hidden';
+    return !!el && el !== document.body && el !== document.documentElement;
   }
 
   function due() {
-    if (changed || typing()) {
+    if (changed || focused()) {
       main.setAttribute('data-refresh-held', String((parseInt(main.getAttribute('data-refresh-held'), 10) || 0) + 1));
       window.setTimeout(due, seconds * 1000);
       return;
