@@ -5,7 +5,9 @@
 // and has not sent: a reload would lose it, and send a person moving
 // through the page by keyboard or screen reader back to its top.
 // Each reload held back marks the main element (data-refresh-held, the
-// count), and the page tries again N seconds later.
+// count), and the page tries again N seconds later. While the reload would
+// be held, the refresh line says so (its span marked data-refresh-paused,
+// in a polite live region).
 (function () {
   'use strict';
 
@@ -18,10 +20,29 @@
   function edited(e) {
     if (e.target && e.target.form) {
       changed = true;
+      say();
     }
   }
   document.addEventListener('input', edited, true);
   document.addEventListener('change', edited, true);
+
+  // say writes in the refresh line whether the reload waits: at once on a
+  // focus that comes, and once a focus that leaves has gone (during
+  // focusout the element still has it).
+  var paused = document.querySelector('[data-refresh-paused]');
+  function say() {
+    if (!paused) {
+      return;
+    }
+    var text = changed || focused() ? ', paused while you type or a control has focus' : '';
+    if (paused.textContent !== text) {
+      paused.textContent = text;
+    }
+  }
+  document.addEventListener('focusin', say, true);
+  document.addEventListener('focusout', function () {
+    window.setTimeout(say, 0);
+  }, true);
 
   // focused reports whether an element of the page has the focus: the
   // body has it when nothing else does.
@@ -38,5 +59,6 @@
     }
     window.location.reload();
   }
+  say();
   window.setTimeout(due, seconds * 1000);
 })();
