@@ -49,7 +49,10 @@
 // data-queue), marking a count that is an estimate (a queue too large to
 // count at each read) as the page does; the URL has the page's parameters, so that it answers for
 // the queues the page lists. It pauses while the tab is hidden, and stops
-// when the session ends. When an update fails (the database does not
+// when the session ends. Its toggle button (data-live-pause, aria-pressed)
+// pauses it until pressed again, for the rest of the tab's session
+// (sessionStorage), and the element marked data-live-state says in words
+// whether the counts update. When an update fails (the database does not
 // answer, or the dashboard cannot be reached) it says so in the element
 // marked data-live-problem, above the numbers, and marks the numbers as
 // stale, from the time of their last check, until an update succeeds. What it cannot show in place (a new verdict's
@@ -69,6 +72,14 @@
   var timer = null;
   var stopped = false;
   var inflight = false;
+  // paused is the person's pause, kept for the tab's session.
+  var pauseKey = "pgbus.liveCountsPaused";
+  var paused = false;
+  try {
+    paused = window.sessionStorage.getItem(pauseKey) === "1";
+  } catch (e) {
+    // No storage (a private mode that refuses it): the pause lasts the page.
+  }
   var verdict = text(document.querySelector('[data-live="status"]'));
   var rows = rowList();
   // The page lists the queues that most need a look, maybe not all of
@@ -297,10 +308,48 @@
     return out.join(" ");
   }
 
+  // showPause shows the toggle and says whether the counts update.
+  function showPause() {
+    var controls = root.querySelector("[data-live-controls]");
+    var button = root.querySelector("[data-live-pause]");
+    var said = root.querySelector("[data-live-state]");
+    if (!controls || !button || !said) {
+      return;
+    }
+    button.setAttribute("aria-pressed", paused ? "true" : "false");
+    set(said, paused ? "Live counts are paused: the numbers stay as they are until you resume them." :
+      "Live counts update every " + every / 1000 + " s.");
+    controls.hidden = false;
+  }
+
+  var toggle = root.querySelector("[data-live-pause]");
+  if (toggle) {
+    toggle.addEventListener("click", function () {
+      paused = !paused;
+      try {
+        if (paused) {
+          window.sessionStorage.setItem(pauseKey, "1");
+        } else {
+          window.sessionStorage.removeItem(pauseKey);
+        }
+      } catch (e) {
+        // Kept for this page only.
+      }
+      showPause();
+      clearTimeout(timer);
+      timer = null;
+      if (!paused && !stopped) {
+        // Resumed: fresh numbers at once.
+        poll();
+      }
+    });
+  }
+  showPause();
+
   function schedule() {
     clearTimeout(timer);
     timer = null;
-    if (!stopped && document.visibilityState === "visible") {
+    if (!stopped && !paused && document.visibilityState === "visible") {
       timer = setTimeout(poll, every);
     }
   }
@@ -336,7 +385,8 @@
         return null;
       })
       .then(function (c) {
-        if (c) {
+        // An answer that comes after a pause is not shown: the numbers stay.
+        if (c && !paused) {
           if (failing) {
             problem("");
           }
@@ -357,7 +407,7 @@
       // Back in view: show fresh numbers at once.
       clearTimeout(timer);
       timer = null;
-      if (!stopped) {
+      if (!stopped && !paused) {
         poll();
       }
     } else {
