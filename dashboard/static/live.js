@@ -200,9 +200,28 @@
         td.appendChild(a);
       }
       set(a, num(n));
-    } else {
-      set(td, "0");
+    } else if (td.textContent !== "0") {
+      keepFocus(td);
+      td.textContent = "0";
     }
+  }
+
+  // keepFocus moves the focus out of el, about to be replaced, when it is
+  // in it: to the link of its row's queue, or else to el itself, so that a
+  // keyboard's or screen reader's place is not sent back to the page's
+  // start.
+  function keepFocus(el) {
+    var active = document.activeElement;
+    if (!active || active === el || !el.contains(active)) {
+      return;
+    }
+    var tr = el.closest("tr");
+    var to = tr ? tr.querySelector("th a") : null;
+    if (!to) {
+      el.setAttribute("tabindex", "-1");
+      to = el;
+    }
+    to.focus();
   }
 
   // estimated marks el's count as an estimate (the "~" of the est class,
