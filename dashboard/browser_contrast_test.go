@@ -72,3 +72,26 @@ func TestBrowserFieldBordersContrast(t *testing.T) {
 		}
 	}
 }
+
+// The placeholders of text fields read 4.5:1 at least against the field
+// (WCAG 1.4.3), in light and dark mode: in dark mode they were 3.59:1.
+func TestBrowserPlaceholderContrast(t *testing.T) {
+	t.Parallel()
+	b := tab{t: t, ctx: chrome(t)}
+	base, paths := fieldPages(t)
+	for _, scheme := range []string{"light", "dark"} {
+		b.do("open the dead letters in "+scheme+" mode", colorScheme(scheme), chromedp.Navigate(base+paths[0]), page("groups"))
+		got, err := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](`(() => {`+contrastJS+`
+			const out = [];
+			document.querySelectorAll("input[placeholder]").forEach((el) => {
+				const s = getComputedStyle(el), ph = getComputedStyle(el, "::placeholder");
+				const r = contrast(ph.color, s.backgroundColor, Number(ph.opacity));
+				if (!(r >= 4.5)) { out.push(el.id + " " + ph.color + " at " + ph.opacity + " on " + s.backgroundColor + ": " + r.toFixed(2) + ":1"); }
+			});
+			return document.querySelectorAll("input[placeholder]").length ? out : ["no placeholders"];
+		})()`))
+		if err != nil || len(got) != 0 {
+			t.Errorf("in %s mode, placeholders under 4.5:1 (%v): %q", scheme, err, got)
+		}
+	}
+}
