@@ -57,6 +57,21 @@ func (v *view) RefreshToggle() string {
 	return v.url.Path + "?" + q.Encode()
 }
 
+// Current is the aria-current of the navigation's link to section, at
+// path: "page" on that page itself (whatever its query), "true" on another
+// page of the section (a queue's page in the overview's, a dead message's
+// in the dead letters'), "" outside it.
+func (v *view) Current(section, path string) string {
+	switch {
+	case v.Nav != section:
+		return ""
+	case v.url != nil && v.url.Path == path:
+		return "page"
+	default:
+		return "true"
+	}
+}
+
 func (s *server) newView(r *http.Request, sess session) *view {
 	v := &view{CSRF: s.csrf(sess), CanWrite: !s.svc.ReadOnly(), Login: s.cfg.AuthToken != "", LoggedIn: sess.authed, url: r.URL}
 	// 0 or less asks for no refresh, as leaving it out does.
