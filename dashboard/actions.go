@@ -326,6 +326,22 @@ type selectedData struct {
 	Undo []link
 }
 
+// Heading is the page's heading, and its title: what the preview offers
+// to do, or what was done.
+func (d selectedData) Heading() string {
+	if d.DryRun {
+		if d.Verb == "retry" {
+			return "Retry selected messages"
+		}
+		return "Discard selected messages"
+	}
+	verb := "Discarded "
+	if d.Verb == "retry" {
+		verb = "Retried "
+	}
+	return verb + num(d.Count) + " " + plural.Of(d.Count, "message", "messages")
+}
+
 // selected reads the verb, DLQ and ids of a selection, from a query or a
 // form; ok is false, with the reason, when they do not name one.
 func selected(v url.Values) (d selectedData, why string) {
@@ -381,6 +397,7 @@ func (s *server) runSelected(w http.ResponseWriter, r *http.Request, v *view, q 
 		}
 		d.Outcomes, d.Count, d.Undo = res.Outcomes, res.Discarded, undoLinks(res.Next)
 	}
+	v.Title = d.Heading()
 	s.render(w, r, http.StatusOK, "selected", v, d)
 }
 
