@@ -203,6 +203,13 @@ func (d deadData) Link(p string, more ...any) string {
 	return pageLink(p, append(filterArgs(d.Filter), more...)...)
 }
 
+// Page is Link for a page that lists (the groups, a group's messages,
+// their next pages): it keeps the page's auto-refresh, as the filter form
+// does. An action's preview, linked by Link, does not refresh.
+func (d deadData) Page(p string, more ...any) string {
+	return d.Link(p, append([]any{"refresh", d.Refresh}, more...)...)
+}
+
 // Filtered reports whether the filter selects less than everything.
 func (d deadData) Filtered() bool { return !d.Filter.IsZero() }
 
@@ -225,9 +232,10 @@ type groupsData struct {
 
 // GroupFilter is the filter that selects exactly a group's messages: its
 // key (kind and error class alone select every group that shares them),
-// with its DLQ, kind and error class to show in the filter form.
-func (groupsData) GroupFilter(g ops.DeadGroup) deadData {
-	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: filterKind(g.Kind), ErrorClass: g.ErrorClass, Group: g.Group}}
+// with its DLQ, kind and error class to show in the filter form, and the
+// page's auto-refresh for its links to the group's messages.
+func (d groupsData) GroupFilter(g ops.DeadGroup) deadData {
+	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: filterKind(g.Kind), ErrorClass: g.ErrorClass, Group: g.Group}, Refresh: d.Refresh}
 }
 
 // filterKind is a shown kind as a filter: "" (every kind) for one shown

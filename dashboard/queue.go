@@ -25,16 +25,20 @@ type queueData struct {
 	// payload when the server shows payloads (PayloadAllowed), as a dead
 	// message's page does.
 	PayloadAllowed, PayloadAsked bool
+	// Refresh is the page's auto-refresh in seconds, which its links to
+	// itself (its next page, its payloads shown or hidden) keep; 0 for
+	// none.
+	Refresh int
 }
 
-// Link is the address of this page with its state filter and payloads as
-// they are, and the query pairs kv (a cursor) added.
+// Link is the address of this page with its state filter, payloads and
+// auto-refresh as they are, and the query pairs kv (a cursor) added.
 func (d queueData) Link(kv ...any) string {
 	payload := ""
 	if d.PayloadAsked {
 		payload = "1"
 	}
-	return pageLink(queuePath(d.Stats.Queue), append([]any{"state", d.State, "payload", payload}, kv...)...)
+	return pageLink(queuePath(d.Stats.Queue), append([]any{"state", d.State, "payload", payload, "refresh", d.Refresh}, kv...)...)
 }
 
 // WithPayloads is the first page of the same messages, their payloads
@@ -71,7 +75,7 @@ func (s *server) queuePage(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
 	name := r.PathValue("name")
 	d := queueData{State: q.Get("state"), States: ops.LiveStates, Cursor: q.Get("cursor"),
-		PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: q.Get("payload") == "1"}
+		PayloadAllowed: s.svc.AllowsPayloads(), PayloadAsked: q.Get("payload") == "1", Refresh: v.Refresh}
 	msgs, err := s.svc.QueueMessages(r.Context(), ops.QueueMessagesRequest{Queue: name, State: d.State, Cursor: d.Cursor, IncludePayload: d.PayloadAsked})
 	var stats ops.QueueStatsResult
 	if err == nil {
