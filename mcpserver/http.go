@@ -280,7 +280,7 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		}
 		h := server.NewSSEServer(s, opts...)
 		mux.Handle(PathSSE, boundStreams(streams.track(h), cfg))
-		mux.Handle(PathMessage, checkJSONBodies(cfg.Logger, cfg.TrustedProxies, h))
+		mux.Handle(PathMessage, checkJSONBodies(cfg.Logger, cfg.TrustedProxies, sseDoor(h, frontDoor{s}, h)))
 		closeSessions = func(context.Context) { h.CloseSessions() }
 	}
 	// The metrics and probes handlers are those of --metrics-addr too,

@@ -51,14 +51,16 @@ func TestResourceErrorCodes(t *testing.T) {
 }
 
 // A URI too long is refused before the server quotes it back whole, and
-// one missing says which URIs there are. A subscription to any other URI
-// is taken, as the protocol's conformance suite asks (it subscribes to a
-// resource of its own); only pgbus's queues send updates.
+// one missing says which URIs there are. A subscription to a resource that
+// can be read is taken (TestSubscribeFailsAsReadFails: one that cannot is
+// not).
 func TestResourceURIChecks(t *testing.T) {
 	t.Parallel()
+	st := testStore(t)
+	queue := newQueue(t, st)
 	// Of protocol 2025-11-25: a client of 2026-07-28 subscribes in its
 	// subscriptions/listen request, not with resources/subscribe.
-	c, _ := newSessionClient(t, serveServer(t, newServer(t, deps(t, testStore(t)), mcpserver.Options{}), mcpserver.TransportHTTP))
+	c, _ := newSessionClient(t, serveServer(t, newServer(t, deps(t, st), mcpserver.Options{}), mcpserver.TransportHTTP))
 	ctx := testContext(t)
 	read := func(uri string) error {
 		req := mcp.ReadResourceRequest{}
@@ -87,7 +89,7 @@ func TestResourceURIChecks(t *testing.T) {
 			t.Errorf("%s: %.300v (%d bytes); want an error saying %q, at most 2,000 bytes", c.what, c.err, len(fmt.Sprint(c.err)), c.says)
 		}
 	}
-	if err := subscribe("pgbus://queues/orders/stats"); err != nil {
+	if err := subscribe("pgbus://queues/" + queue + "/stats"); err != nil {
 		t.Fatalf("subscription to a queue's stats: %v", err)
 	}
 }

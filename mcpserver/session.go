@@ -58,6 +58,8 @@ type sessions struct {
 	// running are the POSTs under way in each open session, which its end
 	// stops (sessionEnd).
 	running map[string]map[*sessionEnd]struct{}
+	// door answers the messages pgbus refuses before mcp-go serves them.
+	door frontDoor
 }
 
 func newSessions(cfg HTTPConfig) *sessions {
@@ -318,6 +320,10 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 			m.startSession(w, r, next)
 		case id != "":
 			if r.Method == http.MethodPost {
+				if answer := m.door.answer(r.Context(), peekBody(r)); answer != nil {
+					answerPOST(w, answer, false)
+					return
+				}
 				if method == "" && hasID {
 					m.answered(id, rawID) // the client's answer to a question
 				}
@@ -558,6 +564,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
 	}
 	h := server.NewStreamableHTTPServer(s, opts...)
+	ids.door = frontDoor{s}
 	ids.end = func(id string) { endSession(h, id) }
 	return checkMedia(cfg.Logger, cfg.TrustedProxies, ids.guard(trackWrites(h, events))), func(ctx context.Context) {
 		_ = h.Shutdown(ctx)

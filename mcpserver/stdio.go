@@ -28,7 +28,9 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	stdio.SetErrorLogger(log.New(slogWriter{logger}, "", 0))
 	// The tools add the client's declared name to the transport.
 	ctx = ops.WithCaller(ctx, ops.Caller{Transport: ops.TransportStdio})
-	err := stdio.Listen(ctx, in, out)
+	// pgbus answers some messages itself (frontDoor), on the same output.
+	lines := &lineWriter{w: out}
+	err := stdio.Listen(ctx, newStdioDoor(ctx, frontDoor{s}, in, lines), lines)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return nil
 	}

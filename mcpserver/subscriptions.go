@@ -31,8 +31,10 @@ const defaultResourcePoll = 2 * time.Second
 // counting them every interval would take time in proportion to it; a
 // message sent and settled between two reads shows in the messages sent.
 //
-// Other URIs may be subscribed to, as the protocol allows, but send no
-// updates: a dead message only ever leaves its DLQ.
+// A subscription to a URI whose read fails fails as the read does
+// (frontDoor); other URIs that can be read (a dead message) may be
+// subscribed to, as the protocol allows, but send no updates: a dead
+// message only ever leaves its DLQ.
 //
 // Clients of protocol versions with sessions (2025-11-25 and earlier)
 // subscribe with resources/subscribe and are told on their session; those

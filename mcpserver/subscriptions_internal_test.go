@@ -28,13 +28,15 @@ func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
 	// process, which the stdio servers of parallel tests would share.
 	w, c := watchedOverStdio(t, time.Hour)
 	ctx := pgtest.Context(t)
+	// A subscription to a queue that does not exist is refused.
+	stats := "pgbus://queues/" + pgtest.NewQueue(t, pgtest.Store(t), "mq") + "/stats"
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION // resources/subscribe
 	init.Params.ClientInfo = mcp.Implementation{Name: "pgbus-test", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
-	for _, uri := range []string{resources.URIQueues, "pgbus://queues/orders/stats"} {
+	for _, uri := range []string{resources.URIQueues, stats} {
 		sub := mcp.SubscribeRequest{}
 		sub.Params.URI = uri
 		if err := c.Subscribe(ctx, sub); err != nil {
@@ -42,7 +44,7 @@ func TestResourceWatchStopsAfterUnsubscribe(t *testing.T) {
 		}
 	}
 	pgtest.Eventually(t, 30*time.Second, "the stats to be read for the subscriptions", w.isRunning)
-	for _, uri := range []string{resources.URIQueues, "pgbus://queues/orders/stats"} {
+	for _, uri := range []string{resources.URIQueues, stats} {
 		unsub := mcp.UnsubscribeRequest{}
 		unsub.Params.URI = uri
 		if err := c.Unsubscribe(ctx, unsub); err != nil {

@@ -1,0 +1,208 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/resources"
+)
+
+// Each transport shows every message to frontDoor before mcp-go serves it,
+// and sends the client pgbus's own answer to the messages frontDoor
+// answers, in place of mcp-go's: mcp-go offers no hook that answers a
+// request with an error of a code pgbus picks (a request hook's error is
+// always an invalid request, -32600), nor one that refuses a subscription.
+//
+// The transports deliver an answer as they deliver mcp-go's: Streamable
+// HTTP in the POST's response (answerPOST), the SSE transport on the
+// session's event stream, stdio as a line of its output (stdioDoor).
+
+// frontDoor answers the messages pgbus refuses before mcp-go serves them.
+type frontDoor struct{ s *server.MCPServer }
+
+// frontMessage is what frontDoor reads of a JSON-RPC message.
+type frontMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// answer returns pgbus's answer to the JSON-RPC message raw, or nil when
+// mcp-go serves it.
+func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
+	var msg frontMessage
+	if json.Unmarshal(raw, &msg) != nil {
+		return nil // not one message: mcp-go answers it
+	}
+	switch mcp.MCPMethod(msg.Method) {
+	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		return d.checkSubscription(ctx, msg)
+	}
+	return nil
+}
+
+// checkSubscription refuses a subscription (or an unsubscription) of a
+// client of a protocol with resources/subscribe to a URI whose read fails,
+// with the error of the read: no update can ever come for it. mcp-go takes
+// any URI.
+func (d frontDoor) checkSubscription(ctx context.Context, msg frontMessage) mcp.JSONRPCMessage {
+	var params struct {
+		URI  string         `json:"uri"`
+		Meta map[string]any `json:"_meta"`
+	}
+	if len(msg.ID) == 0 || string(msg.ID) == "null" || json.Unmarshal(msg.Params, &params) != nil || params.URI == "" {
+		return nil // mcp-go answers it
+	}
+	if v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string); mcp.IsModernProtocol(v) {
+		return nil // no resources/subscribe: mcp-go says so
+	}
+	read, err := json.Marshal(map[string]any{
+		"jsonrpc": mcp.JSONRPC_VERSION, "id": msg.ID, "method": mcp.MethodResourcesRead, "params": msg.Params,
+	})
+	if err != nil {
+		return nil
+	}
+	failed, ok := d.s.HandleMessage(ctx, read).(mcp.JSONRPCError)
+	if !ok {
+		return nil // the read succeeded: the subscription is taken
+	}
+	if strings.HasPrefix(failed.Error.Message, "handler not found for resource URI") {
+		// mcp-go's words for a URI that no resource matches.
+		failed.Error.Message = unknownResource(params.URI)
+		if strings.HasPrefix(params.URI, "pgbus:") {
+			failed.Error.Code = mcp.INVALID_PARAMS
+		}
+	}
+	return failed
+}
+
+// unknownResource says a URI names no resource, and which pgbus has.
+func unknownResource(uri string) string {
+	if strings.HasPrefix(uri, "pgbus:") {
+		return fmt.Sprintf("resource %s is not one of pgbus's: subscribe to %s or %s (read %s for the queue names); a dead message, %s, is read, not subscribed to",
+			clip(uri), resources.URIQueues, resources.URIQueueStats, resources.URIQueues, resources.URIDeadMessage)
+	}
+	return fmt.Sprintf("this server has no resource %s: subscribe to %s or %s (read %s for the queue names)",
+		clip(uri), resources.URIQueues, resources.URIQueueStats, resources.URIQueues)
+}
+
+// lineWriter is the output of the stdio transport: each Write, a whole line
+// as mcp-go writes its own (responses, notifications and requests alike),
+// is written whole before another starts, so that stdioDoor's answers and
+// mcp-go's lines never mix.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
+}
+
+// stdioDoor is the input mcp-go's stdio transport reads: the lines of in
+// that frontDoor does not answer. It writes the answers of the others to
+// out, each a line of its own.
+type stdioDoor struct {
+	ctx  context.Context
+	door frontDoor
+	in   *bufio.Reader
+	out  io.Writer
+	rest []byte // of the line being passed on
+	err  error  // of reading in, returned once rest is passed on
+}
+
+func newStdioDoor(ctx context.Context, door frontDoor, in io.Reader, out io.Writer) *stdioDoor {
+	return &stdioDoor{ctx: ctx, door: door, in: bufio.NewReader(in), out: out}
+}
+
+func (d *stdioDoor) Read(p []byte) (int, error) {
+	for len(d.rest) == 0 {
+		if d.err != nil {
+			return 0, d.err
+		}
+		line, err := d.in.ReadBytes('\n')
+		d.err = err
+		if len(bytes.TrimSpace(line)) == 0 {
+			d.rest = line
+			continue
+		}
+		answer := d.door.answer(d.ctx, line)
+		if answer == nil {
+			d.rest = line
+			continue
+		}
+		b, merr := json.Marshal(answer)
+		if merr != nil {
+			d.rest = line // mcp-go answers it
+			continue
+		}
+		if _, werr := d.out.Write(append(b, '\n')); werr != nil {
+			return 0, werr
+		}
+	}
+	n := copy(p, d.rest)
+	d.rest = d.rest[n:]
+	return n, nil
+}
+
+// peekBody reads a POST's body, left in place for the handler after it
+// (with the error reading it gave, if any).
+func peekBody(r *http.Request) []byte {
+	if r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		return nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body
+}
+
+// answerPOST writes frontDoor's answer to a POST of Streamable HTTP, as
+// mcp-go writes its own: 200 to a client of a protocol with sessions, and
+// to one of 2026-07-28 or later the status that revision gives the error's
+// code.
+func answerPOST(w http.ResponseWriter, answer mcp.JSONRPCMessage, modern bool) {
+	status := http.StatusOK
+	if e, ok := answer.(mcp.JSONRPCError); ok && modern {
+		switch e.Error.Code {
+		case mcp.METHOD_NOT_FOUND:
+			status = http.StatusNotFound
+		case mcp.INVALID_REQUEST, mcp.INVALID_PARAMS, mcp.PARSE_ERROR:
+			status = http.StatusBadRequest
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(answer)
+}
+
+// sseDoor shows the messages POSTed to the SSE transport's message
+// endpoint to door, and sends its answers on the session's event stream,
+// as mcp-go sends its own, with 202 to the POST.
+func sseDoor(h *server.SSEServer, door frontDoor, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			if answer := door.answer(r.Context(), peekBody(r)); answer != nil &&
+				h.SendEventToSession(r.URL.Query().Get("sessionId"), answer) == nil {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
