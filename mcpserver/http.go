@@ -275,11 +275,16 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 			server.WithKeepAliveInterval(30 * time.Second),
 			server.WithSSEDisableLocalhostProtection(true), // the security gate checks Host, as for TransportHTTP
 		}
-		if cors := corsOrigins(cfg.AllowedOrigins); len(cors) > 0 {
+		cors := corsOrigins(cfg.AllowedOrigins)
+		if len(cors) > 0 {
 			opts = append(opts, server.WithSSECORS(server.WithCORSAllowedOrigins(cors...)))
 		}
 		h := server.NewSSEServer(s, opts...)
-		mux.Handle(PathSSE, boundStreams(streams.track(h), cfg))
+		var stream http.Handler = h
+		if len(cors) == 0 {
+			stream = noAnyOrigin(h)
+		}
+		mux.Handle(PathSSE, boundStreams(streams.track(stream), cfg))
 		mux.Handle(PathMessage, checkJSONBodies(cfg.Logger, cfg.TrustedProxies, sseDoor(h, frontDoor{s}, h)))
 		closeSessions = func(context.Context) { h.CloseSessions() }
 	}
@@ -473,3 +478,50 @@ func boundStreams(next http.Handler, cfg HTTPConfig) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// noAnyOrigin passes on the event streams of the SSE transport without the
+// Access-Control-Allow-Origin: * that mcp-go gives them when it is told of
+// no allowed origins: that tells browsers any origin may read the stream,
+// which the security gate refuses to foreign origins.
+func noAnyOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&noAnyOriginWriter{ResponseWriter: w}, r)
+	})
+}
+
+// noAnyOriginWriter drops Access-Control-Allow-Origin: * from the headers
+// of the response before they are written.
+type noAnyOriginWriter struct {
+	http.ResponseWriter
+	written bool
+}
+
+func (w *noAnyOriginWriter) drop() {
+	if !w.written {
+		w.written = true
+		if w.Header().Get("Access-Control-Allow-Origin") == "*" {
+			w.Header().Del("Access-Control-Allow-Origin")
+		}
+	}
+}
+
+func (w *noAnyOriginWriter) WriteHeader(status int) {
+	w.drop()
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *noAnyOriginWriter) Write(p []byte) (int, error) {
+	w.drop()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush passes on the flushes of the event stream.
+func (w *noAnyOriginWriter) Flush() {
+	w.drop()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *noAnyOriginWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
