@@ -44,11 +44,34 @@ func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
 	if json.Unmarshal(raw, &msg) != nil {
 		return nil // not one message: mcp-go answers it
 	}
-	switch mcp.MCPMethod(msg.Method) {
-	case mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
-		return d.checkSubscription(ctx, msg)
+	var id mcp.RequestId
+	if len(msg.ID) == 0 || json.Unmarshal(msg.ID, &id) != nil || id.IsNil() {
+		return nil // a notification, or an id mcp-go refuses
+	}
+	switch method := mcp.MCPMethod(msg.Method); method {
+	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		// The request hook's checks, answered as invalid params: the
+		// hook's own error would be an invalid request.
+		if err := resources.CheckRead(ctx, nil, json.RawMessage(raw)); err != nil {
+			return invalidParams(id, err.Error())
+		}
+		if method != mcp.MethodResourcesRead {
+			return d.checkSubscription(ctx, msg)
+		}
+	case mcp.MethodInitialize:
+		// Params mcp-go cannot read, in mcp-go's words, as invalid
+		// params: mcp-go answers them as an invalid request.
+		var req mcp.InitializeRequest
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return invalidParams(id, fmt.Sprintf("unparsable %s request: %s", method, err))
+		}
 	}
 	return nil
+}
+
+// invalidParams is the answer to request id whose params are wrong.
+func invalidParams(id mcp.RequestId, msg string) mcp.JSONRPCMessage {
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_PARAMS, msg, nil)}
 }
 
 // checkSubscription refuses a subscription (or an unsubscription) of a
@@ -60,7 +83,7 @@ func (d frontDoor) checkSubscription(ctx context.Context, msg frontMessage) mcp.
 		URI  string         `json:"uri"`
 		Meta map[string]any `json:"_meta"`
 	}
-	if len(msg.ID) == 0 || string(msg.ID) == "null" || json.Unmarshal(msg.Params, &params) != nil || params.URI == "" {
+	if json.Unmarshal(msg.Params, &params) != nil || params.URI == "" {
 		return nil // mcp-go answers it
 	}
 	if v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string); mcp.IsModernProtocol(v) {

@@ -15,8 +15,8 @@ import (
 // A resource that does not exist is answered "resource not found" (-32002)
 // to a client of protocol 2025-11-25 and invalid params (-32602) to one of
 // 2026-07-28, as each revision specifies; a URI naming nothing valid is
-// invalid params to both, and a msg_id not written as ids are an invalid
-// request (refused before the read); none is an internal error, which
+// invalid params to both, as is a msg_id not written as ids (refused
+// before the read); none is an internal error, which
 // tells a client the server failed.
 func TestResourceErrorCodes(t *testing.T) {
 	t.Parallel()
@@ -41,8 +41,8 @@ func TestResourceErrorCodes(t *testing.T) {
 		{"modern, missing", modern, missing, mcp.ErrInvalidParams},
 		{"legacy, bad", legacy, bad, mcp.ErrInvalidParams},
 		{"modern, bad", modern, bad, mcp.ErrInvalidParams},
-		{"legacy, bad id", legacy, badID, mcp.ErrInvalidRequest},
-		{"modern, bad id", modern, badID, mcp.ErrInvalidRequest},
+		{"legacy, bad id", legacy, badID, mcp.ErrInvalidParams},
+		{"modern, bad id", modern, badID, mcp.ErrInvalidParams},
 	} {
 		if err := read(c.client, c.uri); !errors.Is(err, c.want) {
 			t.Errorf("%s: read %s = %v; want %v", c.name, c.uri, err, c.want)

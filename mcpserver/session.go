@@ -293,6 +293,17 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 		method, rawID, batch := peekMethod(r)
 		hasID := len(rawID) > 0 && rawID != "null"
 		modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+		// answered answers a POST pgbus refuses itself (frontDoor).
+		answered := func() bool {
+			if r.Method != http.MethodPost {
+				return false
+			}
+			answer := m.door.answer(r.Context(), peekBody(r))
+			if answer != nil {
+				answerPOST(w, answer, modern)
+			}
+			return answer != nil
+		}
 		switch {
 		case batch:
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
@@ -300,7 +311,9 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 		case modern:
 			// No session: mcp-go ignores a session id such a request
 			// carries, and so does this guard.
-			next.ServeHTTP(w, r)
+			if !answered() {
+				next.ServeHTTP(w, r)
+			}
 		case id == "" && r.Method == http.MethodPost && method != "" && method != string(mcp.MethodInitialize):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+clipMethod(method)+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first "+
@@ -310,6 +323,8 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 		case r.Method == http.MethodPost && method == string(mcp.MethodInitialize) && !hasID:
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: initialize is a request, not a notification: give it an id (a number or a string), and the answer carries the Mcp-Session-Id header of the new session")
+		case answered():
+			// An initialize answered so starts no session.
 		case id == "" && (r.Method == http.MethodGet || r.Method == http.MethodDelete):
 			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
 				"pgbus: "+r.Method+" needs the Mcp-Session-Id header the server returned on initialize; send initialize first")
@@ -320,10 +335,6 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 			m.startSession(w, r, next)
 		case id != "":
 			if r.Method == http.MethodPost {
-				if answer := m.door.answer(r.Context(), peekBody(r)); answer != nil {
-					answerPOST(w, answer, false)
-					return
-				}
 				if method == "" && hasID {
 					m.answered(id, rawID) // the client's answer to a question
 				}

@@ -163,7 +163,9 @@ func deadMessageID(uri, msgID string) (int64, error) {
 // passes 042 on to the resource, which refuses it, but answers +42 (a
 // character a URI template's variable does not match) with a bare
 // "resource not found", which does not say what is wrong, and quotes back
-// whatever URI it does not know, however long.
+// whatever URI it does not know, however long. mcp-go answers a hook's
+// error as an invalid request (-32600); the transports of pgbus serve call
+// it first and answer its error as invalid params (-32602), as it is.
 func CheckRead(_ context.Context, _ any, message any) error {
 	if _, uri, ok := RequestURI(message); ok {
 		return checkURI(uri)
