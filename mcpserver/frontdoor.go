@@ -65,8 +65,27 @@ func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
 		if err := json.Unmarshal(raw, &req); err != nil {
 			return invalidParams(id, fmt.Sprintf("unparsable %s request: %s", method, err))
 		}
+		if req.Params.ProtocolVersion == "" {
+			// A field the protocol requires, which mcp-go takes as
+			// 2025-03-26 when it is missing.
+			return invalidParams(id, msgNoProtocolVersion)
+		}
 	}
 	return nil
+}
+
+// msgNoProtocolVersion refuses an initialize that does not name the
+// protocol version of its client.
+var msgNoProtocolVersion = "pgbus: initialize needs params.protocolVersion, the MCP protocol version the client speaks: " +
+	orList(mcp.LegacyProtocolVersions()) + " (a client of " + mcp.ProtocolVersion20260728 +
+	" or later sends no initialize: it names its version in the _meta of every request)"
+
+// orList is "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // invalidParams is the answer to request id whose params are wrong.

@@ -82,3 +82,23 @@ func TestBadParamsAreInvalidParams(t *testing.T) {
 		}
 	}
 }
+
+// An initialize without the protocol version the client speaks, a field
+// the protocol requires, is refused as invalid params naming the field and
+// the versions pgbus speaks, over every transport; mcp-go took it as
+// 2025-03-26.
+func TestInitializeNeedsProtocolVersion(t *testing.T) {
+	t.Parallel()
+	for tr, tp := range rawTransports(t) {
+		for i, params := range []string{`{"capabilities":{},"clientInfo":{"name":"x","version":"1"}}`, `{"protocolVersion":"","capabilities":{},"clientInfo":{"name":"x","version":"1"}}`} {
+			res := rawCall(t, tp, int64(i+1), "initialize", params)
+			if res.Error == nil || res.Error.Code != mcp.INVALID_PARAMS || !strings.Contains(res.Error.Message, "protocolVersion") ||
+				!strings.Contains(res.Error.Message, mcp.LATEST_LEGACY_PROTOCOL_VERSION) || !strings.Contains(res.Error.Message, mcp.ProtocolVersion20241105) {
+				t.Errorf("%s: initialize %s: %+v %.100s; want %d naming protocolVersion and the versions", tr, params, res.Error, res.Result, mcp.INVALID_PARAMS)
+			}
+		}
+		if res := rawCall(t, tp, 3, "initialize", legacyInit); res.Error != nil {
+			t.Errorf("%s: initialize with a protocol version after the refusals: %+v", tr, res.Error)
+		}
+	}
+}
