@@ -28,7 +28,12 @@ import (
 // session's event stream, stdio as a line of its output (stdioDoor).
 
 // frontDoor answers the messages pgbus refuses before mcp-go serves them.
-type frontDoor struct{ s *server.MCPServer }
+type frontDoor struct {
+	s *server.MCPServer
+	// each says how the transport takes requests one by one (eachPOST,
+	// eachLine), for the refusal of a batch.
+	each string
+}
 
 // frontMessage is what frontDoor reads of a JSON-RPC message.
 type frontMessage struct {
@@ -40,6 +45,12 @@ type frontMessage struct {
 // answer returns pgbus's answer to the JSON-RPC message raw, or nil when
 // mcp-go serves it.
 func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' && json.Valid(raw) {
+		// A batch, which MCP dropped: valid JSON, so no parse error,
+		// which mcp-go answers.
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, msgBatches+d.each, nil)}
+	}
 	var msg frontMessage
 	if json.Unmarshal(raw, &msg) != nil {
 		return nil // not one message: mcp-go answers it

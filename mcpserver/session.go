@@ -35,6 +35,16 @@ const sessionNotFound = -32001
 // msgSessionNotOpen refuses a request naming a session that is not open.
 const msgSessionNotOpen = "pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header"
 
+// msgBatches refuses a JSON-RPC batch, followed by how the transport takes
+// requests one by one (eachPOST, eachLine).
+const msgBatches = "pgbus: JSON-RPC batches are not taken (MCP dropped them in 2025-06-18): send each request "
+
+// How the HTTP transports and stdio take requests one by one.
+const (
+	eachPOST = "in a POST of its own"
+	eachLine = "on a line of its own"
+)
+
 // errSessionNotOpen is what Validate answers for an id that is not open.
 var errSessionNotOpen = errors.New("session not open")
 
@@ -306,8 +316,7 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 		}
 		switch {
 		case batch:
-			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST,
-				"pgbus: JSON-RPC batches are not taken (MCP dropped them in 2025-06-18): send each request in a POST of its own")
+			m.refuse(w, r, http.StatusBadRequest, mcp.INVALID_REQUEST, msgBatches+eachPOST)
 		case modern:
 			// No session: mcp-go ignores a session id such a request
 			// carries, and so does this guard.
@@ -575,7 +584,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
 	}
 	h := server.NewStreamableHTTPServer(s, opts...)
-	ids.door = frontDoor{s}
+	ids.door = frontDoor{s: s, each: eachPOST}
 	ids.end = func(id string) { endSession(h, id) }
 	return checkMedia(cfg.Logger, cfg.TrustedProxies, ids.guard(trackWrites(h, events))), func(ctx context.Context) {
 		_ = h.Shutdown(ctx)
