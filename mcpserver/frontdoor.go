@@ -55,9 +55,15 @@ func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
 	if json.Unmarshal(raw, &msg) != nil {
 		return nil // not one message: mcp-go answers it
 	}
+	if msg.Method != "" && len(msg.ID) > 0 && !validID(msg.ID) {
+		// mcp-go takes id null for a notification, which it never
+		// answers, and serves a request with an object for an id.
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, fmt.Sprintf(msgInvalidID, clip(string(msg.ID))), nil)}
+	}
 	var id mcp.RequestId
 	if len(msg.ID) == 0 || json.Unmarshal(msg.ID, &id) != nil || id.IsNil() {
-		return nil // a notification, or an id mcp-go refuses
+		return nil // a notification
 	}
 	switch method := mcp.MCPMethod(msg.Method); method {
 	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
@@ -83,6 +89,29 @@ func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
 		}
 	}
 	return nil
+}
+
+// msgInvalidID refuses a request whose id (%s) is neither a string nor an
+// integer.
+const msgInvalidID = "pgbus: the id of a request is a string or an integer, never null, a fraction, an object, an array or a boolean (this one's: %s): " +
+	"give it one to match its answer by, or send a notification, which has no id and gets no answer"
+
+// validID reports whether a request's id, as sent, is a string or an
+// integer, as MCP has them.
+func validID(raw json.RawMessage) bool {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case string:
+		return true
+	case json.Number:
+		return !strings.ContainsAny(string(v), ".eE")
+	}
+	return false
 }
 
 // msgNoProtocolVersion refuses an initialize that does not name the

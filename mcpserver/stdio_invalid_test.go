@@ -91,3 +91,41 @@ func TestStdioRefusesBatches(t *testing.T) {
 		}
 	}
 }
+
+// A request over stdio whose id is neither a string nor an integer, as MCP
+// has them, null included, is refused as an invalid request with id null:
+// one with id null was taken for a notification and never answered, and
+// one with an object for an id was served.
+func TestStdioRefusesInvalidIDs(t *testing.T) {
+	t.Parallel()
+	send, next := rawStdio(t)
+	for i, id := range []string{`null`, `{"a":1}`, `[1]`, `true`, `1.5`} {
+		// The refusal comes before the answer to the next line's ping:
+		// the server answers it as it reads it.
+		// In one write, which the server reads whole: it may answer the
+		// first before it reads the second, and write no more while its
+		// answer is not read.
+		send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}` + "\n" + fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, 200+i))
+		var before []string
+		for {
+			a := next()
+			if string(a.ID) == fmt.Sprint(200+i) {
+				if a.Error != nil {
+					t.Errorf("ping after the one with id %s: %s", id, a.line)
+				}
+				break
+			}
+			before = append(before, a.line)
+			if a.Error == nil || a.Error.Code != mcp.INVALID_REQUEST || string(a.ID) != "null" || !strings.Contains(a.Error.Message, "a string or an integer") {
+				t.Errorf("ping with id %s: %s; want %d with id null saying what an id is", id, a.line, mcp.INVALID_REQUEST)
+			}
+		}
+		if len(before) != 1 {
+			t.Errorf("ping with id %s: answered %q before the next request's answer; want one refusal", id, before)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":"s-1","method":"ping"}`)
+	if a := next(); a.Error != nil || string(a.ID) != `"s-1"` {
+		t.Errorf("ping with a string id: %s", a.line)
+	}
+}
