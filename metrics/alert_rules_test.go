@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"os/exec"
@@ -149,6 +150,30 @@ func capture(t *testing.T, base string) snapshot {
 	return out
 }
 
+// as is s scraped from base, as if from to: the same target.
+func (s snapshot) as(t *testing.T, base, to string) snapshot {
+	t.Helper()
+	from, into := `instance="`+strings.TrimPrefix(base, "http://")+`"`, `instance="`+strings.TrimPrefix(to, "http://")+`"`
+	out := snapshot{}
+	for k, v := range s {
+		if !strings.Contains(k, from) {
+			t.Fatalf("series %s has no %s", k, from)
+		}
+		out[strings.Replace(k, from, into, 1)] = v
+	}
+	return out
+}
+
+// has reports whether s has a series of the metric name.
+func (s snapshot) has(name string) bool {
+	for _, v := range s {
+		if v.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // phase is a stretch of the simulated timeline, one sample a minute, in
 // which Prometheus scrapes what one real scrape returned.
 type phase struct {
@@ -165,6 +190,10 @@ type phase struct {
 	// series and its labels are the real ones and only the value is
 	// carried forward in time.
 	aging bool
+	// unread makes pgbus_gauges_age_seconds grow by 60 a minute, from
+	// where the phase before left it when that one was unread too, as it
+	// does while no read of the gauges succeeds.
+	unread bool
 }
 
 const notScraped = -1
@@ -181,7 +210,9 @@ func inputSeries(scrapes []snapshot, phases []phase) []map[string]string {
 	var out []map[string]string
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		var parts []string
-		extra := 0.0 // what ramps added to a counter, so that it never goes down
+		extra := 0.0        // what ramps added to a counter, so that it never goes down
+		carry := math.NaN() // where an unread phase left the gauges' age
+		present := false    // the series had a sample in the phase before
 		for _, p := range phases {
 			var cur scraped
 			ok := p.scrape != notScraped
@@ -189,9 +220,21 @@ func inputSeries(scrapes []snapshot, phases []phase) []map[string]string {
 				cur, ok = scrapes[p.scrape][key]
 			}
 			if !ok {
-				parts = append(parts, blanks(p.minutes))
+				// A series a scrape no longer returns is marked stale, as
+				// Prometheus marks it, and goes at once; one whose target
+				// is not scraped fades after the lookback, as here.
+				if present && p.scrape != notScraped {
+					parts = append(parts, "stale")
+					if p.minutes > 1 {
+						parts = append(parts, blanks(p.minutes-1))
+					}
+				} else {
+					parts = append(parts, blanks(p.minutes))
+				}
+				present, carry = false, math.NaN()
 				continue
 			}
+			present = true
 			start, step := cur.value, 0.0
 			switch {
 			case cur.counter:
@@ -205,6 +248,15 @@ func inputSeries(scrapes []snapshot, phases []phase) []map[string]string {
 				extra += step * float64(p.minutes-1)
 			case p.aging && cur.name == "pgbus_queue_oldest_ready_age_seconds" && cur.value > 0:
 				step = 60
+			case p.unread && cur.name == "pgbus_gauges_age_seconds":
+				step = 60
+				if !math.IsNaN(carry) {
+					start = carry + 60
+				}
+			}
+			carry = math.NaN()
+			if p.unread && cur.name == "pgbus_gauges_age_seconds" {
+				carry = start + step*float64(p.minutes-1)
 			}
 			parts = append(parts, progression(start, step, p.minutes))
 		}
@@ -586,6 +638,62 @@ func TestAlertRules(t *testing.T) {
 				summary: "pgbus on " + instance + " cannot read its database"}
 			return []snapshot{first, second}, []phase{{scrape: 0, minutes: 5}, {scrape: 1, minutes: 20}}, []check{
 				{minute: 4}, {minute: 6}, {minute: 7, firing: []firing{down}}, {minute: 24, firing: []firing{down}},
+			}
+		}},
+
+		{"a lock on one queue's table", func(t *testing.T) ([]snapshot, []phase, []check) {
+			url := pgtest.NewDatabase(t)
+			s := newSystem(t, pgtest.OpenStore(t, url))
+			// held has messages and no worker, and another session comes
+			// to hold its table.
+			held := s.queue(t, "held")
+			sendN(t, s.client(t, held, nil), held, 2, work{Mode: "ok"})
+			// The same process past the grace: another Metrics that
+			// serves no gauge of a read that failed, scraped as the same
+			// target.
+			past := metrics.New(metrics.Options{Ops: s.svc, CacheFor: -1, GaugesGrace: -1})
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(past)
+			pastBase := serve(t, metrics.Mux(reg, s.svc, metrics.ProbeOptions{}))
+			first := capture(t, s.base)
+			capture(t, pastBase) // its last successful read
+			pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+held)
+			second := capture(t, s.base)
+			third := capture(t, pastBase).as(t, pastBase, s.base)
+			for i, snap := range []snapshot{second, third} {
+				if up := value(scrape(t, []string{s.base, pastBase}[i]), "pgbus_database_up", nil); up != 1 {
+					t.Fatalf("pgbus_database_up = %v while a lock holds one queue's table, want 1", up)
+				}
+				if !snap.has("pgbus_gauges_age_seconds") {
+					t.Fatal("no pgbus_gauges_age_seconds while a lock holds one queue's table")
+				}
+			}
+			if !second.has("pgbus_queue_messages") || third.has("pgbus_queue_messages") {
+				t.Fatal("the gauges should be served within the grace and left out past it")
+			}
+			var age float64
+			for _, v := range second {
+				if v.name == "pgbus_gauges_age_seconds" {
+					age = v.value
+				}
+			}
+			without := firing{alert: "PgbusQueueWithoutWorkers", labels: map[string]string{"queue": held, "severity": crit},
+				summary: "pgbus queue " + held + " has messages and no worker"}
+			none := firing{alert: "PgbusNoWorkers", labels: map[string]string{"severity": crit}, summary: "pgbus: messages are waiting and no worker process runs"}
+			// The lock comes at 4m: served through the grace, the gauges
+			// keep the pending alerts' clocks, which fire at 5m; past it,
+			// at 6m, they go, and the age of the last read passes 5
+			// minutes at 9m.
+			unread := func(a float64) firing {
+				return firing{alert: "PgbusGaugesNotRead", labels: map[string]string{"severity": crit}, value: humanMinutes(a),
+					summary: "pgbus: the queue gauges have not been read for 5 minutes while the database answers"}
+			}
+			return []snapshot{first, second, third}, []phase{{scrape: 0, minutes: 4}, {scrape: 1, minutes: 2, unread: true}, {scrape: 2, minutes: 20, unread: true}}, []check{
+				{minute: 3},
+				{minute: 5, firing: []firing{without, none}},
+				{minute: 6}, {minute: 8},
+				{minute: 9, firing: []firing{unread(age + 300)}},
+				{minute: 25, firing: []firing{unread(age + 21*60)}},
 			}
 		}},
 

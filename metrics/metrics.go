@@ -27,6 +27,17 @@ const (
 	DefaultMaxKinds = 50
 	// DefaultCacheFor is how long one read of the database serves scrapes.
 	DefaultCacheFor = 2 * time.Second
+	// DefaultGaugesGrace is how long the gauges of the last successful
+	// read are served while reads fail. A lock on one queue's table (LOCK
+	// TABLE, VACUUM FULL, a slow ALTER) fails the read of every queue's
+	// gauges; served through it, dashboards keep their data and the
+	// alerts pending on the gauges keep their clocks (their for: is 5 or
+	// 10 minutes), so that a lock of a few seconds a minute cannot hold
+	// them back for ever. Two minutes covers a few scrapes at the usual
+	// intervals (15 s to 1 min) while the values, frozen, stay close to
+	// the truth: less than the shortest for: of the rules on them, and no
+	// longer than PgbusDatabaseUnreachable waits.
+	DefaultGaugesGrace = 2 * time.Minute
 	// Other is the label value of the error classes, kinds and tools past
 	// their bound, and of one longer than MaxLabelBytes.
 	Other = "other"
@@ -60,6 +71,11 @@ type Options struct {
 	CacheFor time.Duration
 	// Logger receives the errors of reading the gauges, at warn level.
 	Logger *slog.Logger
+	// GaugesGrace is how long, when a read of the gauges fails, the
+	// gauges of the last successful read are served instead; past it they
+	// are left out until a read succeeds. Default DefaultGaugesGrace; a
+	// negative value serves none.
+	GaugesGrace time.Duration
 }
 
 // Metrics counts what a pgbus process does and reads the state of the
@@ -90,12 +106,15 @@ type Metrics struct {
 	workers       *prometheus.Desc
 	queueWorkers  *prometheus.Desc
 	databaseUp    *prometheus.Desc
+	gaugesAge     *prometheus.Desc
 	buildInfo     *prometheus.Desc
 
 	mu     sync.Mutex // held while the gauges are read, so scrapes wait for one read
-	cached ops.Gauges
-	readAt time.Time
-	readOK bool
+	readAt time.Time  // when the gauges were last read, successfully or not
+	readOK bool       // the last read succeeded
+	good   ops.Gauges // the gauges of the last successful read
+	goodAt time.Time  // when they were read; zero before the first
+	born   time.Time  // when the metrics were made: the gauges' age before a read succeeds
 	// up: the database answered the last read, or a question asked
 	// after it failed (pgbus_database_up).
 	up     bool
@@ -127,12 +146,15 @@ func New(opts Options) *Metrics {
 	if opts.CacheFor == 0 {
 		opts.CacheFor = DefaultCacheFor
 	}
+	if opts.GaugesGrace == 0 {
+		opts.GaugesGrace = DefaultGaugesGrace
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	m := &Metrics{
-		opts: opts, log: log,
+		opts: opts, log: log, born: time.Now(),
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pgbus_jobs_finished_total",
 			Help: "Deliveries of jobs this process settled, by queue, kind and outcome (succeeded, retried, dead_lettered, discarded, snoozed); reason says why a dead-lettered job died (max_retries_exceeded, non_retryable_error, deadline_exceeded) and is empty otherwise."},
 			[]string{"queue", "kind", "outcome", "reason"}),
@@ -171,6 +193,8 @@ func New(opts Options) *Metrics {
 			"Worker processes heartbeating now that serve each queue; 0 for a queue no running process works.", []string{"queue"}, nil),
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
 			"1 when the last read of the queue, breaker and worker gauges from the database succeeded, 0 when it failed.", nil, nil),
+		gaugesAge: prometheus.NewDesc("pgbus_gauges_age_seconds",
+			"Seconds since the queue, DLQ, breaker and worker gauges were last read from the database (since the process started, before the first read): near 0 while reads succeed. While reads fail, the last successful read's gauges are served for a grace (2 minutes unless the program chose another), then left out, and this keeps growing: with pgbus_database_up 1, a session holds a lock on a pgbus or PGMQ table (pgbus health names it).", nil, nil),
 	}
 	m.buildInfo = prometheus.NewDesc("pgbus_build_info",
 		"Always 1, labelled with the pgbus this process runs: its version and the commit it was built from (empty when the build recorded none). In a rolling deploy, count the processes of each version with count by (version) (pgbus_build_info).",
@@ -278,7 +302,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- m.buildInfo
 	if m.opts.Ops != nil {
-		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.databaseUp} {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.databaseUp, m.gaugesAge} {
 			ch <- d
 		}
 	}
@@ -286,7 +310,8 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector: the process's counters, and
 // the gauges read from the database (or from the last read, within
-// CacheFor).
+// CacheFor, or from the last successful one, within GaugesGrace of a read
+// that failed), and their age.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, c := range m.vectors() {
 		c.Collect(ch)
@@ -295,8 +320,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.opts.Ops == nil {
 		return
 	}
-	g, ok, up := m.gauges()
+	g, ok, up, age := m.gauges()
 	ch <- prometheus.MustNewConstMetric(m.databaseUp, prometheus.GaugeValue, flag(up))
+	ch <- prometheus.MustNewConstMetric(m.gaugesAge, prometheus.GaugeValue, age.Seconds())
 	if !ok {
 		return
 	}
@@ -337,31 +363,46 @@ func (m *Metrics) vectors() []prometheus.Collector {
 }
 
 // gauges returns the gauges, read again when the last read is older than
-// CacheFor, whether they were read (ok), and whether the database answers
-// (up). Scrapes that come during a read wait for it.
-func (m *Metrics) gauges() (_ ops.Gauges, ok, up bool) {
+// CacheFor, whether there are any to serve (ok: the last read succeeded,
+// or the last successful one is younger than GaugesGrace), whether the
+// database answers (up), and how old the gauges are: since the last
+// successful read. Scrapes that come during a read wait for it.
+func (m *Metrics) gauges() (_ ops.Gauges, ok, up bool, age time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.readAt.IsZero() && time.Since(m.readAt) < m.opts.CacheFor {
-		return m.cached, m.readOK, m.up
+	if m.readAt.IsZero() || time.Since(m.readAt) >= m.opts.CacheFor {
+		m.read()
 	}
+	age = time.Since(cmp.Or(m.goodAt, m.born))
+	if m.goodAt.IsZero() || !m.readOK && age >= m.opts.GaugesGrace {
+		return ops.Gauges{}, false, m.up, age
+	}
+	return m.good, true, m.up, age
+}
+
+// read reads the gauges; m.mu is held.
+func (m *Metrics) read() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	g, err := m.opts.Ops.Gauges(ctx)
-	up = err == nil
-	if err != nil {
-		// A lock on one queue's table, or a busy database, holds the
-		// read: the database is up all the same, and an alert on
-		// pgbus_database_up would send the on-call to a server that runs.
-		_, up = m.opts.Ops.SlowRead(context.Background())
-		if m.warned.Due(time.Now()) {
-			m.log.Warn("pgbus metrics: could not read the queue gauges from the database; they are left out until a scrape reads them, said here once a minute while it lasts", "err", err, "database_answers", up)
-		}
-	} else {
+	m.readAt, m.readOK, m.up = time.Now(), err == nil, err == nil
+	if err == nil {
+		m.good, m.goodAt = g, m.readAt
 		m.warned.OK()
+		return
 	}
-	m.cached, m.readOK, m.readAt, m.up = g, err == nil, time.Now(), up
-	return g, err == nil, up
+	// A lock on one queue's table, or a busy database, holds the read:
+	// the database is up all the same, and an alert on pgbus_database_up
+	// would send the on-call to a server that runs.
+	_, m.up = m.opts.Ops.SlowRead(context.Background())
+	if m.warned.Due(time.Now()) {
+		served := "none are served"
+		if !m.goodAt.IsZero() && m.opts.GaugesGrace > 0 {
+			served = "the last successful read's are served for " + m.opts.GaugesGrace.String() + " after it, then none"
+		}
+		m.log.Warn("pgbus metrics: could not read the queue gauges from the database; "+served+" until a scrape reads them (pgbus_gauges_age_seconds says how old they are; a lock on a pgbus or PGMQ table holds the read while the database answers), said here once a minute while it lasts",
+			"err", err, "database_answers", m.up, "last_read", m.goodAt)
+	}
 }
 
 // labelSet bounds the values of a label to the max most frequent ones
