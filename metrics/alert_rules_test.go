@@ -697,6 +697,25 @@ func TestAlertRules(t *testing.T) {
 			}
 		}},
 
+		{"a queue paused on purpose", func(t *testing.T) ([]snapshot, []phase, []check) {
+			s := newSystem(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+			// Its messages wait, growing old, with no worker: paused, it
+			// is not stalled, behind or forgotten, until it has been
+			// paused for hours.
+			q := s.queue(t, "paused")
+			sendN(t, s.client(t, q, nil), q, 2, work{Mode: "ok"})
+			if _, err := s.svc.QueuePause(pgtest.Context(t), ops.QueueRequest{Queue: q}); err != nil {
+				t.Fatal(err)
+			}
+			first := capture(t, s.base)
+			long := firing{alert: "PgbusQueuePaused", labels: map[string]string{"queue": q, "severity": "info"},
+				summary: "pgbus queue " + q + " has been paused for 6 hours"}
+			return []snapshot{first}, []phase{{scrape: 0, minutes: 400, aging: true}}, []check{
+				{minute: 5}, {minute: 15}, {minute: 60}, {minute: 359},
+				{minute: 361, firing: []firing{long}},
+			}
+		}},
+
 		{"backlog stalled or behind", func(t *testing.T) ([]snapshot, []phase, []check) {
 			s := newSystem(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
 			// stuck's worker runs but its handlers hang: nothing of it

@@ -149,8 +149,8 @@ func TestDeployFilesUseRegisteredMetrics(t *testing.T) {
 		for _, r := range g.Rules {
 			alerts = append(alerts, r.Alert)
 			if !strings.HasPrefix(r.Alert, "Pgbus") || r.Annotations["summary"] == "" || r.Annotations["description"] == "" ||
-				!slices.Contains([]string{"warning", "critical"}, r.Labels["severity"]) {
-				t.Errorf("rule %q needs a Pgbus name, a severity of warning or critical, a summary and a description", r.Alert)
+				!slices.Contains([]string{"info", "warning", "critical"}, r.Labels["severity"]) {
+				t.Errorf("rule %q needs a Pgbus name, a severity of info, warning or critical, a summary and a description", r.Alert)
 			}
 			names := metricName.FindAllString(r.Expr, -1)
 			if len(names) == 0 {

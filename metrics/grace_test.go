@@ -84,3 +84,27 @@ func TestGaugesServedThroughALock(t *testing.T) {
 		t.Errorf("after the lock: %s visible %v, gauges age %v; want 1, read again (younger than the %v seconds during the lock)", held, v, age, heldAge)
 	}
 }
+
+// A paused queue's gauge says so, and a queue working as usual says it
+// is not: the alert rules leave a queue paused on purpose out of those
+// that say it is not draining.
+func TestPausedQueueGauge(t *testing.T) {
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	svc, err := ops.New(st, ops.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused, working := pgtest.NewFastQueue(t, st, "paused", nil), pgtest.NewFastQueue(t, st, "working", nil)
+	if _, err := svc.QueuePause(pgtest.Context(t), ops.QueueRequest{Queue: paused}); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(metrics.Options{Ops: svc, CacheFor: -1})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	fams := scrape(t, serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{})))
+	for q, want := range map[string]float64{paused: 1, working: 0} {
+		if v := value(fams, "pgbus_queue_paused", map[string]string{"queue": q}); v != want {
+			t.Errorf("pgbus_queue_paused{queue=%q} = %v, want %v", q, v, want)
+		}
+	}
+}

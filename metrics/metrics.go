@@ -105,6 +105,7 @@ type Metrics struct {
 	breakerHeld   *prometheus.Desc
 	workers       *prometheus.Desc
 	queueWorkers  *prometheus.Desc
+	queuePaused   *prometheus.Desc
 	databaseUp    *prometheus.Desc
 	gaugesAge     *prometheus.Desc
 	buildInfo     *prometheus.Desc
@@ -191,6 +192,8 @@ func New(opts Options) *Metrics {
 			"Worker processes heartbeating now, in every process using this database.", nil, nil),
 		queueWorkers: prometheus.NewDesc("pgbus_queue_workers_running",
 			"Worker processes heartbeating now that serve each queue; 0 for a queue no running process works.", []string{"queue"}, nil),
+		queuePaused: prometheus.NewDesc("pgbus_queue_paused",
+			"1 when the queue is paused (workers read none of its messages until it is resumed), 0 otherwise.", []string{"queue"}, nil),
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
 			"1 when the last read of the queue, breaker and worker gauges from the database succeeded, 0 when it failed.", nil, nil),
 		gaugesAge: prometheus.NewDesc("pgbus_gauges_age_seconds",
@@ -302,7 +305,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- m.buildInfo
 	if m.opts.Ops != nil {
-		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.databaseUp, m.gaugesAge} {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.queuePaused, m.databaseUp, m.gaugesAge} {
 			ch <- d
 		}
 	}
@@ -340,6 +343,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.estimated, prometheus.GaugeValue, flag(q.Estimated), q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.oldestReady, prometheus.GaugeValue, q.OldestVisibleAgeSeconds, q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.queueWorkers, prometheus.GaugeValue, float64(g.QueueWorkers[q.Queue]), q.Queue)
+		ch <- prometheus.MustNewConstMetric(m.queuePaused, prometheus.GaugeValue, flag(g.Paused[q.Queue]), q.Queue)
 	}
 	for name, state := range g.Breakers {
 		for _, s := range []string{ops.BreakerClosed, ops.BreakerOpen, ops.BreakerHalfOpen} {

@@ -34,6 +34,9 @@ type Gauges struct {
 	// processes that serve it (a priority level's count as its queue's):
 	// 0 for a queue left without one while others run.
 	QueueWorkers map[string]int
+	// Paused holds the queues of Queues that are paused: workers read
+	// none of their messages until they are resumed.
+	Paused map[string]bool
 }
 
 // Gauges reads the gauges of every queue, breaker and worker process. A
@@ -73,9 +76,17 @@ func (s *Service) Gauges(ctx context.Context) (_ Gauges, err error) {
 		}
 		held[b.Name] = n[b.Name]
 	}
-	perQueue := make(map[string]int, len(queues))
+	// One read of every queue's settings, whatever the number of queues.
+	settings, err := s.store.AllQueueSettings(ctx)
+	if err != nil {
+		return Gauges{}, err
+	}
+	perQueue, paused := make(map[string]int, len(queues)), map[string]bool{}
 	for _, q := range queues {
 		perQueue[q.Queue] = coverage(ws, q.Queue).Running
+		if settings[q.Queue].Paused && !q.Dropped {
+			paused[q.Queue] = true
+		}
 	}
-	return Gauges{Queues: queues, Breakers: inUse, BreakersHeld: held, WorkersRunning: ws.Running, QueueWorkers: perQueue}, nil
+	return Gauges{Queues: queues, Breakers: inUse, BreakersHeld: held, WorkersRunning: ws.Running, QueueWorkers: perQueue, Paused: paused}, nil
 }
