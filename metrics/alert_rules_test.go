@@ -185,7 +185,8 @@ type phase struct {
 	// counters stay where the scrape left them.
 	ramp bool
 	// aging makes each oldest ready age above zero grow by 60 seconds a
-	// minute from the value scraped, as it does while nobody takes that
+	// minute from the value scraped (from where the phase before left it,
+	// when that one was aging too), as it does while nobody takes that
 	// message: a test cannot wait the minutes the rules wait for, so the
 	// series and its labels are the real ones and only the value is
 	// carried forward in time.
@@ -211,7 +212,7 @@ func inputSeries(scrapes []snapshot, phases []phase) []map[string]string {
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		var parts []string
 		extra := 0.0        // what ramps added to a counter, so that it never goes down
-		carry := math.NaN() // where an unread phase left the gauges' age
+		carry := math.NaN() // where an aging or unread phase left an age
 		present := false    // the series had a sample in the phase before
 		for _, p := range phases {
 			var cur scraped
@@ -246,16 +247,15 @@ func inputSeries(scrapes []snapshot, phases []phase) []map[string]string {
 				}
 				start += extra
 				extra += step * float64(p.minutes-1)
-			case p.aging && cur.name == "pgbus_queue_oldest_ready_age_seconds" && cur.value > 0:
-				step = 60
-			case p.unread && cur.name == "pgbus_gauges_age_seconds":
+			case p.aging && cur.name == "pgbus_queue_oldest_ready_age_seconds" && cur.value > 0,
+				p.unread && cur.name == "pgbus_gauges_age_seconds":
 				step = 60
 				if !math.IsNaN(carry) {
 					start = carry + 60
 				}
 			}
 			carry = math.NaN()
-			if p.unread && cur.name == "pgbus_gauges_age_seconds" {
+			if step == 60 && !cur.counter {
 				carry = start + step*float64(p.minutes-1)
 			}
 			parts = append(parts, progression(start, step, p.minutes))
@@ -713,6 +713,67 @@ func TestAlertRules(t *testing.T) {
 			return []snapshot{first}, []phase{{scrape: 0, minutes: 400, aging: true}}, []check{
 				{minute: 5}, {minute: 15}, {minute: 60}, {minute: 359},
 				{minute: 361, firing: []firing{long}},
+			}
+		}},
+
+		{"backlog draining through new series", func(t *testing.T) ([]snapshot, []phase, []check) {
+			s := newSystem(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+			// One job at a time, each of a kind of its own, finishes when
+			// the test lets it: the others wait, ready, and grow old.
+			// Each minute one finishes, the first of its kind: a series
+			// born that minute, whose first value rate() misses, so the
+			// queue read as not draining.
+			q := s.queue(t, "drip")
+			release := make(chan struct{})
+			c := s.client(t, q, func(cfg *engine.Config) { cfg.Queues = []engine.QueueConfig{{Name: q, Concurrency: 1}} })
+			c.HandleQueue(q, func(ctx context.Context, _ *engine.Job) error {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil
+			})
+			const rounds = 16
+			for i := 1; i <= rounds+2; i++ {
+				pgtest.Send(t, c, q, work{Mode: "ok"}, engine.SendOptions{Kind: fmt.Sprintf("kind%d", i)})
+			}
+			pgtest.Start(t, c)
+			t.Cleanup(func() { close(release) }) // before the worker stops
+			scrapes := []snapshot{capture(t, s.base)}
+			for i := 1; i <= rounds; i++ {
+				release <- struct{}{}
+				pgtest.Eventually(t, time.Minute, "the job done", func() bool { return s.finished(t, q, engine.OutcomeSucceeded) == float64(i) })
+				scrapes = append(scrapes, capture(t, s.base))
+			}
+			age := -1.0
+			for k, v := range scrapes[0] {
+				if v.name == "pgbus_queue_oldest_ready_age_seconds" && strings.Contains(k, `queue="`+q+`"`) {
+					age = v.value
+				}
+			}
+			if age <= 0 || age >= 60 {
+				t.Fatalf("oldest ready age of %s scraped as %v, want a few seconds: a backlog is waiting", q, age)
+			}
+			phases := []phase{{scrape: 0, minutes: 1, aging: true}}
+			for i := 1; i <= rounds; i++ {
+				phases = append(phases, phase{scrape: i, minutes: 1, ramp: true, aging: true})
+			}
+			phases = append(phases, phase{scrape: rounds, minutes: 20, aging: true}) // then none finishes
+			// The age grows a minute a minute from the first scrape, at 0m.
+			behind := func(m int) firing {
+				return firing{alert: "PgbusBacklogGrowingOld", labels: map[string]string{"queue": q, "severity": sev}, value: humanMinutes(age + float64(m*60)),
+					summary: "pgbus queue " + q + ": workers are behind"}
+			}
+			stalled := firing{alert: "PgbusBacklogStalled", labels: map[string]string{"queue": q, "severity": crit}, value: humanMinutes(age + 27*60),
+				summary: "pgbus queue " + q + " is not draining"}
+			// The last job finishes at 16m: its series is 5 minutes old at
+			// 21m, and the rule fires 5 minutes later.
+			return scrapes, phases, []check{
+				{minute: 5}, {minute: 10},
+				{minute: 12, firing: []firing{behind(12)}},
+				{minute: 20, firing: []firing{behind(20)}},
+				{minute: 25, firing: []firing{behind(25)}},
+				{minute: 27, firing: []firing{behind(27), stalled}},
 			}
 		}},
 
