@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -165,5 +168,125 @@ func TestDeployFilesUseRegisteredMetrics(t *testing.T) {
 	}
 	if len(alerts) < 5 {
 		t.Errorf("only %d alert rules: %v", len(alerts), alerts)
+	}
+}
+
+// dashboard is the Grafana dashboard, as the tests of its shape read it.
+type dashboard struct {
+	Inputs []struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		PluginID string `json:"pluginId"`
+	} `json:"__inputs"`
+	Templating struct {
+		List []struct {
+			Name    string `json:"name"`
+			Type    string `json:"type"`
+			Query   any    `json:"query"`
+			Current struct {
+				Text  any `json:"text"`
+				Value any `json:"value"`
+			} `json:"current"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		Title      string `json:"title"`
+		Type       string `json:"type"`
+		Interval   string `json:"interval"`
+		Datasource struct {
+			UID string `json:"uid"`
+		} `json:"datasource"`
+		FieldConfig struct {
+			Defaults struct {
+				Unit string `json:"unit"`
+			} `json:"defaults"`
+		} `json:"fieldConfig"`
+		Targets []struct {
+			Expr       string `json:"expr"`
+			Datasource struct {
+				UID string `json:"uid"`
+			} `json:"datasource"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+func readDashboard(t *testing.T) dashboard {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "pgbus.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	return d
+}
+
+var increaseOf = regexp.MustCompile(`increase\((pgbus_\w+_total(?:\{[^}]*\})?)\[([^\]]+)\]\)`)
+
+// The dashboard's panels count events as the alert rules do: a counter's
+// series appears at its first event, which increase() and rate() over a
+// series born within their window drop (a first dead letter, a breaker's
+// first opening, a new error class read 0), so a count per interval
+// counts series that were not there an interval ago from their value; its
+// windows are the points' own interval ($__interval, at least a minute),
+// not $__rate_interval, which overlap and change the count with the zoom.
+// A stat shows no data, not a green 0, while the gauges it counts are
+// missing. Every query is PromQL Prometheus takes, once Grafana's
+// variables are put in.
+func TestDashboardCountsEveryEvent(t *testing.T) {
+	d := readDashboard(t)
+	vars := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "1m", "$queue", ".*")
+	var exprs []map[string]string
+	for _, p := range d.Panels {
+		for i, tg := range p.Targets {
+			exprs = append(exprs, map[string]string{"record": fmt.Sprintf("dashboard:panel%d_%d", len(exprs), i), "expr": vars.Replace(tg.Expr)})
+		}
+	}
+	raw, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": exprs}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "dashboard.yml")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(promtool(t), "check", "rules", path).CombinedOutput(); err != nil {
+		t.Errorf("the dashboard's queries, as promtool check rules reads them: %v\n%s", err, out)
+	}
+	for _, p := range d.Panels {
+		counts := false
+		for _, tg := range p.Targets {
+			if strings.Contains(tg.Expr, "vector(0)") {
+				t.Errorf("panel %q: %q shows 0 while the gauges are missing (the database down, or a lock held past the grace): show no data then", p.Title, tg.Expr)
+			}
+			for _, name := range []string{"pgbus_job_failures_total", "pgbus_circuit_breaker_transitions_total"} {
+				if strings.Contains(tg.Expr, "rate("+name) {
+					t.Errorf("panel %q: %q takes a rate of %s, which misses the first event of each new series: count them per interval", p.Title, tg.Expr, name)
+				}
+			}
+			if strings.Contains(tg.Expr, `outcome="dead_lettered"`) && !increaseOf.MatchString(tg.Expr) {
+				t.Errorf("panel %q: %q does not count dead letters per interval", p.Title, tg.Expr)
+			}
+			for _, m := range increaseOf.FindAllStringSubmatch(tg.Expr, -1) {
+				counts = true
+				sel, window := m[1], m[2]
+				if window != "$__interval" {
+					t.Errorf("panel %q: %q counts over %s, which overlaps the next point's window: use $__interval", p.Title, tg.Expr, window)
+				}
+				if born := sel + " unless " + sel + " offset " + window; !strings.Contains(tg.Expr, born) {
+					t.Errorf("panel %q: %q drops the first value of series born within the window: add (%s) or before it", p.Title, tg.Expr, born)
+				}
+			}
+		}
+		if counts {
+			if min, err := time.ParseDuration(p.Interval); err != nil || min < time.Minute {
+				t.Errorf("panel %q counts per interval with a minimum interval of %q: set one of at least 1m, so that each window holds several scrapes", p.Title, p.Interval)
+			}
+			if strings.Contains(p.Title, "per second") {
+				t.Errorf("panel %q counts per interval, not per second", p.Title)
+			}
+		}
 	}
 }
