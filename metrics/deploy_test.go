@@ -290,3 +290,40 @@ func TestDashboardCountsEveryEvent(t *testing.T) {
 		}
 	}
 }
+
+// Grafana's import screen offers a data source to pick only for the
+// dashboard's __inputs: the dashboard asks for a Prometheus one there,
+// which becomes the default of its datasource variable, through which
+// every panel queries.
+func TestDashboardImportAsksForADataSource(t *testing.T) {
+	d := readDashboard(t)
+	if len(d.Inputs) != 1 || d.Inputs[0].Name != "DS_PROMETHEUS" || d.Inputs[0].Type != "datasource" || d.Inputs[0].PluginID != "prometheus" {
+		t.Fatalf("__inputs = %+v, want one input DS_PROMETHEUS of type datasource, plugin prometheus: without it the import screen offers no data source", d.Inputs)
+	}
+	found := false
+	for _, v := range d.Templating.List {
+		if v.Name != "datasource" {
+			continue
+		}
+		found = true
+		if v.Type != "datasource" || v.Query != "prometheus" || v.Current.Value != "${DS_PROMETHEUS}" || v.Current.Text != "${DS_PROMETHEUS}" {
+			t.Errorf("the datasource variable is %+v; want a prometheus datasource variable whose current value is ${DS_PROMETHEUS}, the source picked at import", v)
+		}
+	}
+	if !found {
+		t.Fatal("the dashboard has no datasource variable")
+	}
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource.UID != "${datasource}" {
+			t.Errorf("panel %q queries %q, not the datasource variable", p.Title, p.Datasource.UID)
+		}
+		for _, tg := range p.Targets {
+			if tg.Datasource.UID != "${datasource}" {
+				t.Errorf("panel %q: %q queries %q, not the datasource variable", p.Title, tg.Expr, tg.Datasource.UID)
+			}
+		}
+	}
+}
