@@ -551,9 +551,44 @@ func TestAlertRules(t *testing.T) {
 			}
 			second := capture(t, s.base)
 			open := firing{alert: "PgbusCircuitBreakerOpen", labels: map[string]string{"breaker": breaker, "severity": sev},
-				summary: "pgbus circuit breaker " + breaker + " has been open for 10 minutes"}
+				summary: "pgbus circuit breaker " + breaker + " has not closed for 10 minutes: it is open"}
 			return []snapshot{first, second}, []phase{{scrape: 0, minutes: 5}, {scrape: 1, minutes: 30}}, []check{
 				{minute: 3}, {minute: 14}, {minute: 15, firing: []firing{open}}, {minute: 34, firing: []firing{open}},
+			}
+		}},
+
+		{"circuit breaker half-open", func(t *testing.T) ([]snapshot, []phase, []check) {
+			s := newSystem(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+			q := pgtest.NewFastQueue(t, s.st, "probe", func(q *store.QueueSettings) { q.RetryBackoff, q.RetryBackoffMax, q.MaxRetries = 0, 0, 100 })
+			breaker := pgtest.Name("bank")
+			// Two failures open the breaker; its probe, once the cool-off
+			// ends, hangs: the breaker stays half-open.
+			release := make(chan struct{})
+			var calls atomic.Int32
+			c := s.client(t, q, nil)
+			c.HandleQueue(q, func(ctx context.Context, _ *engine.Job) error {
+				if calls.Add(1) <= 2 {
+					return errors.New("bank down")
+				}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil
+			}, engine.HandlerOptions{Breaker: &store.BreakerConfig{Name: breaker, FailureThreshold: 2, CoolOff: 200 * time.Millisecond, MaxCoolOff: 200 * time.Millisecond}})
+			closed := map[string]string{"breaker": breaker, "state": store.BreakerClosed}
+			pgtest.Start(t, c)
+			t.Cleanup(func() { close(release) }) // before the worker stops
+			pgtest.Eventually(t, time.Minute, "the breaker reported", func() bool { return value(scrape(t, s.base), "pgbus_circuit_breaker_state", closed) == 1 })
+			first := capture(t, s.base)
+			sendN(t, c, q, 2, work{Mode: "ok"})
+			half := map[string]string{"breaker": breaker, "state": store.BreakerHalfOpen}
+			pgtest.Eventually(t, time.Minute, "the breaker half-open", func() bool { return value(scrape(t, s.base), "pgbus_circuit_breaker_state", half) == 1 })
+			second := capture(t, s.base)
+			probing := firing{alert: "PgbusCircuitBreakerOpen", labels: map[string]string{"breaker": breaker, "severity": sev},
+				summary: "pgbus circuit breaker " + breaker + " has not closed for 10 minutes: it is half-open, letting a trial call through"}
+			return []snapshot{first, second}, []phase{{scrape: 0, minutes: 5}, {scrape: 1, minutes: 30}}, []check{
+				{minute: 3}, {minute: 14}, {minute: 15, firing: []firing{probing}}, {minute: 34, firing: []firing{probing}},
 			}
 		}},
 
