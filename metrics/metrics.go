@@ -195,7 +195,7 @@ func New(opts Options) *Metrics {
 		queuePaused: prometheus.NewDesc("pgbus_queue_paused",
 			"1 when the queue is paused (workers read none of its messages until it is resumed), 0 otherwise.", []string{"queue"}, nil),
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
-			"1 when the last read of the queue, breaker and worker gauges from the database succeeded, 0 when it failed.", nil, nil),
+			"1 when the database answers: the last read of the queue, breaker and worker gauges succeeded, or, when it did not (a lock on a queue's table), a question asked after it was answered; 0 when it does not answer.", nil, nil),
 		gaugesAge: prometheus.NewDesc("pgbus_gauges_age_seconds",
 			"Seconds since the queue, DLQ, breaker and worker gauges were last read from the database (since the process started, before the first read): near 0 while reads succeed. While reads fail, the last successful read's gauges are served for a grace (2 minutes unless the program chose another), then left out, and this keeps growing: with pgbus_database_up 1, a session holds a lock on a pgbus or PGMQ table (pgbus health names it).", nil, nil),
 	}
