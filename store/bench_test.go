@@ -306,6 +306,7 @@ func BenchmarkDepthOfLargeQueue(b *testing.B) {
 	}{{"exact", 10_000_000}, {"estimated", 0}} {
 		b.Run(c.name, func(b *testing.B) {
 			s.SetExactCountLimit(c.limit)
+			s.SetExactCountPages(c.limit)
 			for b.Loop() {
 				st, err := s.QueueStats(ctx, q, store.QueueStatsOptions{})
 				if err != nil || len(st) != 1 || st[0].Visible < 1_900_000 || st[0].Estimated != (c.limit == 0) {

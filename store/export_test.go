@@ -182,3 +182,15 @@ var TableStatesSQL = tableStatesSQL
 // DeadHoldingSQL is the statement that picks, of the DLQs named in $1
 // (text[]), those that may hold messages.
 var DeadHoldingSQL = deadHoldingSQL
+
+// DepthReadSQL is the statement, with its arguments, that a depth read
+// runs on the table of queue q (a queue without priority levels), as the
+// state of its table now chooses it: counted or estimated.
+func DepthReadSQL(ctx context.Context, s *Store, q string) (string, []any, error) {
+	states, err := s.tableStates(ctx, []string{q})
+	if err != nil {
+		return "", nil, err
+	}
+	sql, args := depthSQL([]depthArm{s.workArm(0, 0, q, states[q], depthRead{})})
+	return sql, args, nil
+}

@@ -82,6 +82,8 @@ type Store struct {
 
 	// exactLimit replaces ExactCountLimit when set (SetExactCountLimit).
 	exactLimit atomic.Int64
+	// exactPages replaces ExactCountPages when set (SetExactCountPages).
+	exactPages atomic.Int64
 }
 
 // ErrBadURL is matched (errors.Is) by Open's errors about a database URL
