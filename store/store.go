@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -117,7 +118,14 @@ func setsConnectTimeout(url string) bool {
 // The pool pings a connection idle for more than 100ms before handing it
 // out, so connections that died (say, in a server restart) are replaced.
 func Open(ctx context.Context, url string) (*Store, error) {
-	s, err := OpenLazy(url)
+	return OpenAs(ctx, url, "")
+}
+
+// OpenAs is Open whose sessions carry application_name app, as
+// pg_stat_activity shows it, unless url (or PGAPPNAME) names one:
+// OpenLazyAs.
+func OpenAs(ctx context.Context, url, app string) (*Store, error) {
+	s, err := OpenLazyAs(url, app)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +151,18 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // whose first statement connects. It fails only on a url it cannot read
 // (ErrBadURL), for a process that starts while its database does not
 // answer yet, and calls Ping until it does.
-func OpenLazy(url string) (*Store, error) {
+func OpenLazy(url string) (*Store, error) { return OpenLazyAs(url, "") }
+
+// MaxApplicationName is the longest application_name PostgreSQL keeps,
+// in bytes: it cuts a longer one.
+const MaxApplicationName = 63
+
+// OpenLazyAs is OpenLazy whose sessions, the listener's included, carry
+// application_name app where url names none, nor the environment
+// (PGAPPNAME): a database administrator then tells them apart in
+// pg_stat_activity and in the sessions that hold locks. app is cut to
+// MaxApplicationName bytes; "" sets none.
+func OpenLazyAs(url, app string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, badURL{fmt.Errorf("store: parse database URL: %w; write it as postgres://USER@HOST:PORT/DATABASE, a password after the user and a colon (USER:PASSWORD@HOST), with its @, : and / percent-encoded (%%40, %%3A, %%2F)", hideQuery(err))}
@@ -154,6 +173,9 @@ func OpenLazy(url string) (*Store, error) {
 		return nil, badURL{fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")}
 	}
 	ConfigurePool(cfg)
+	if app != "" && cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = cutName(app)
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 && !setsConnectTimeout(url) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
@@ -167,6 +189,19 @@ func OpenLazy(url string) (*Store, error) {
 	s := New(pool)
 	s.sockets = socks
 	return s, nil
+}
+
+// cutName is app cut to MaxApplicationName bytes, on a character's
+// boundary.
+func cutName(app string) string {
+	if len(app) <= MaxApplicationName {
+		return app
+	}
+	n := MaxApplicationName
+	for n > 0 && !utf8.RuneStart(app[n]) {
+		n--
+	}
+	return app[:n]
 }
 
 // Ping checks that the server answers, connecting when the pool holds no

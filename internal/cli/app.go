@@ -49,6 +49,10 @@ type app struct {
 
 	log *slog.Logger
 
+	// commandPath is the command's path ("pgbus dlq retry"), which names its
+	// database sessions (application_name) unless the URL names them.
+	commandPath string
+
 	// role is the database role the command connected as, once it has.
 	role string
 	// waitForDB is how long to wait for a database at DATABASE_URL that
@@ -112,6 +116,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 		return err
 	}
 	a.setCarry(fs)
+	a.commandPath = cmd.CommandPath()
 	a.sources = map[string]string{}
 	a.cfg = &config.File{}
 	if v, set := os.LookupEnv(EnvConfig); set && strings.TrimSpace(v) == "" && !fs.Changed("config") {
@@ -333,7 +338,7 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 	if a.databaseURL == "" && a.noEmbedded {
 		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
 	}
-	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: a.callTimeout})
+	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: a.callTimeout, ApplicationName: a.commandPath})
 	if err != nil && !errors.Is(err, dbopen.ErrBadURL) {
 		// The store's advice on connecting says "the database URL", as a
 		// Go program passes it; a person here gave it by the flag or the

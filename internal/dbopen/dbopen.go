@@ -52,6 +52,10 @@ type Options struct {
 	// answer (paused, or without a server connection to give) then fails
 	// the try at that bound.
 	CallTimeout time.Duration
+	// ApplicationName names the sessions of the database at URL, or of the
+	// embedded one, in pg_stat_activity ("pgbus work"), unless the URL
+	// names its own application_name, which is kept (store.OpenLazyAs).
+	ApplicationName string
 }
 
 // DB is an open store and what it runs on.
@@ -96,7 +100,7 @@ func Dial(ctx context.Context, opts Options) (*DB, error) {
 	if opts.URL == "" {
 		return Connect(ctx, opts)
 	}
-	s, err := store.OpenLazy(opts.URL)
+	s, err := store.OpenLazyAs(opts.URL, opts.ApplicationName)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +222,7 @@ func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, e
 	deadline := time.Now().Add(opts.WaitFor)
 	delay := 250 * time.Millisecond
 	for {
-		s, err := store.Open(store.WithStatementTimeout(ctx, opts.CallTimeout), url)
+		s, err := store.OpenAs(store.WithStatementTimeout(ctx, opts.CallTimeout), url, opts.ApplicationName)
 		crowded := store.IsCrowded(err)
 		if err == nil || !crowded && !store.IsUnreachable(err) || time.Now().Add(delay).After(deadline) {
 			return s, err
