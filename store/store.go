@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -173,6 +174,9 @@ func OpenLazyAs(url, app string) (*Store, error) {
 		return nil, badURL{fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")}
 	}
 	ConfigurePool(cfg)
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns(runtime.GOMAXPROCS(0))
+	}
 	if app != "" && cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = cutName(app)
 	}
@@ -190,6 +194,20 @@ func OpenLazyAs(url, app string) (*Store, error) {
 	s.sockets = socks
 	return s, nil
 }
+
+// DefaultMaxConns is how many connections the pool of a Store that Open
+// made holds at most, for a process whose Go code runs on cpus CPUs
+// (GOMAXPROCS, which follows a container's CPU limit), unless the URL sets
+// pool_max_conns: as many as the CPUs, at least 4 and at most 10. pgx's own
+// default, one a core of the host and at least 4, opened 64 connections a
+// process on a 64-core host, which a few processes would take all of a
+// server's max_connections with, while pgbus's statements are short: a
+// worker's jobs wait on their handlers, not on the database. Besides the
+// pool, a process opens a connection listening for sends (one running
+// workers), one held by the process elected to send alerts, one for each
+// bulk operation under way (its audit entry's), and one for a question of
+// health while every connection of the pool is in use.
+func DefaultMaxConns(cpus int) int32 { return int32(max(4, min(cpus, 10))) }
 
 // cutName is app cut to MaxApplicationName bytes, on a character's
 // boundary.
