@@ -104,3 +104,32 @@ func TestMigrateWithoutPrivilegesOnPGMQNamesItsOwner(t *testing.T) {
 		t.Fatalf("create a queue as %s once it migrated: %v", role, err)
 	}
 }
+
+// A role that may only connect to the database, owning schemas pgmq and
+// pgbus that a DBA made for it (CREATE SCHEMA ... AUTHORIZATION), migrates
+// a fresh database and creates queues: no migration asks for the database's
+// CREATE privilege, which CREATE SCHEMA IF NOT EXISTS checks even when the
+// schema exists.
+func TestMigrateInSchemasMadeForTheRole(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "CREATE SCHEMA pgmq AUTHORIZATION "+role+"; CREATE SCHEMA pgbus AUTHORIZATION "+role)
+	s := openStore(t, roleURL)
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM (VALUES ('CREATE'), ('CONNECT')) p(priv) WHERE has_database_privilege(current_database(), p.priv)`); n != 1 {
+		t.Fatalf("the role holds %d of CREATE and CONNECT on the database; want CONNECT alone", n)
+	}
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate as a role owning schemas pgmq and pgbus, without CREATE on the database: %v", err)
+	}
+	if st, err := s.CheckSchema(ctx); err != nil || st.Version != st.Known {
+		t.Fatalf("schema after migrating = %+v, %v; want current", st, err)
+	}
+	if err := s.CreateQueue(ctx, "orders"); err != nil {
+		t.Fatalf("create a queue: %v", err)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pg_namespace WHERE nspname IN ('pgmq', 'pgbus') AND nspowner = (SELECT oid FROM pg_roles WHERE rolname = current_user)`); n != 2 {
+		t.Fatalf("%d of schemas pgmq and pgbus are owned by the role; want both, as made", n)
+	}
+}
