@@ -368,3 +368,52 @@ func TestREADMESaysALostClaimUsesAnAttempt(t *testing.T) {
 		}
 	}
 }
+
+// The README's Migrations say what the migrations that rebuild every DLQ's
+// index of error groups, in their one transaction, block: every read and
+// write of each DLQ, from its rebuild until the migration commits, so the
+// first DLQ rebuilt waits for all the others; each such migration is
+// named, and how to estimate the time and when to run it is said.
+func TestREADMESaysWhatDLQRebuildsBlock(t *testing.T) {
+	t.Parallel()
+	_, rest, ok := strings.Cut(readmeSection(t, "Command line"), "\n### Migrations\n")
+	if !ok {
+		t.Fatal("README.md has no Migrations section under Command line")
+	}
+	section, _, _ := strings.Cut(rest, "\n### ")
+	text := strings.Join(strings.Fields(section), " ")
+	files, err := filepath.Glob(filepath.Join("schema", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rebuilds []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "REINDEX INDEX") && strings.Contains(string(b), "dlq_groups_backfill(") {
+			n, _, _ := strings.Cut(filepath.Base(f), "_")
+			rebuilds = append(rebuilds, strings.TrimLeft(n, "0"))
+		}
+	}
+	if len(rebuilds) == 0 {
+		t.Fatal("no migration rebuilds the DLQs' indexes; is the pattern still right?")
+	}
+	want := "Migrations " + strings.Join(rebuilds[:len(rebuilds)-1], ", ") + " and " + rebuilds[len(rebuilds)-1] + " rebuild"
+	for _, w := range []string{
+		want,
+		"every read and write of that DLQ",
+		"until the whole migration commits",
+		"the sum over all DLQs",
+		"quiet window",
+		"reltuples",
+	} {
+		if !strings.Contains(text, w) {
+			t.Errorf("README's Migrations do not say %q", w)
+		}
+	}
+	if strings.Contains(text, "about as long as `SELECT count(*)` of it takes") {
+		t.Error("README's Migrations still say a DLQ's rebuild blocks only dead-lettering, about as long as SELECT count(*) of it takes")
+	}
+}
