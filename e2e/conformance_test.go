@@ -30,7 +30,7 @@ func TestConformanceSuite(t *testing.T) {
 	if !ok {
 		t.Fatalf("no run against the fixture server:\n%s", out)
 	}
-	for _, scenario := range []string{"server-initialize", "logging-set-level", "tools-list", "resources-subscribe", "dns-rebinding-protection", "server-sse-multiple-streams"} {
+	for _, scenario := range []string{"server-initialize", "logging-set-level", "tools-list", "dns-rebinding-protection", "server-sse-multiple-streams"} {
 		if !strings.Contains(product, "✓ "+scenario+":") {
 			t.Errorf("scenario %s did not pass against pgbus serve:\n%s", scenario, product)
 		}
@@ -38,7 +38,7 @@ func TestConformanceSuite(t *testing.T) {
 	for _, scenario := range []string{
 		"server-initialize", "tools-call-simple-text", "tools-call-with-logging", "tools-call-with-progress",
 		"tools-call-sampling", "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums",
-		"resources-templates-read", "resources-subscribe", "prompts-get-embedded-resource", "completion-complete",
+		"resources-templates-read", "resources-subscribe", "resources-unsubscribe", "prompts-get-embedded-resource", "completion-complete",
 		"dns-rebinding-protection",
 	} {
 		if !strings.Contains(fixture, "✓ "+scenario+":") {
