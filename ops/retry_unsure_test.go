@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // moveMarker is the start of the statement that moves one dead message
@@ -23,23 +24,10 @@ const moveMarker = "WITH d AS (\n\t\tDELETE FROM"
 // that the two together cover what moved.
 func TestRetryCutAtCommitSaysWhatMayHaveMoved(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
-	direct := pgtest.OpenStore(t, url)
-	q := newQueue(t, direct, nil)
-	pgtest.DeadLetterN(t, direct, q, 600, pgtest.DeadSpec{})
-	proxy := pgtest.NewFreezingProxy(t, url)
-	// In exec mode every statement carries its text, which the proxy
-	// tells the move by.
-	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "default_query_exec_mode", "exec"))
-	svc := newService(t, through, ops.Options{})
-	client := uniqueName("agent") + "/1.0"
-	var cut sync.Once
-	req := ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 600, ClearDeadline: true, Progress: func(done, _ int) {
-		if done > 0 { // after the first batch: the cut comes at one of the second's
-			cut.Do(func() { proxy.CutWhenSent(moveMarker) })
-		}
-	}}
-	_, err := svc.DLQRetry(ops.WithClient(testContext(t), client), req)
+	c := cutAtASecondBatch(t, moveMarker)
+	direct, q, client := c.direct, c.queue, c.client
+	req := ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 600, ClearDeadline: true, Progress: c.progress}
+	_, err := c.svc.DLQRetry(ops.WithClient(testContext(t), client), req)
 	var pd *ops.PartlyDone
 	if !errors.As(err, &pd) || pd.Done == 0 {
 		t.Fatalf("retry whose connection broke at a move's commit: %v; want a PartlyDone that moved some", err)
@@ -88,21 +76,10 @@ const archiveMarker = "ORDER BY q.msg_id FOR UPDATE), d AS (\n\t\t\tDELETE FROM"
 // it discarded, the report covers what left the DLQ.
 func TestDiscardCutAtCommitSaysWhatMayHaveMoved(t *testing.T) {
 	t.Parallel()
-	url := pgtest.NewDatabase(t)
-	direct := pgtest.OpenStore(t, url)
-	q := newQueue(t, direct, nil)
-	pgtest.DeadLetterN(t, direct, q, 600, pgtest.DeadSpec{})
-	proxy := pgtest.NewFreezingProxy(t, url)
-	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "default_query_exec_mode", "exec"))
-	svc := newService(t, through, ops.Options{})
-	client := uniqueName("agent") + "/1.0"
-	var cut sync.Once
-	req := ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 600, Confirm: true, Progress: func(done, _ int) {
-		if done > 0 { // after the first batch: the cut comes at the second's
-			cut.Do(func() { proxy.CutWhenSent(archiveMarker) })
-		}
-	}}
-	_, err := svc.DLQDiscard(ops.WithClient(testContext(t), client), req)
+	c := cutAtASecondBatch(t, archiveMarker)
+	direct, q, client := c.direct, c.queue, c.client
+	req := ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 600, Confirm: true, Progress: c.progress}
+	_, err := c.svc.DLQDiscard(ops.WithClient(testContext(t), client), req)
 	var pd *ops.PartlyDone
 	if !errors.As(err, &pd) || pd.Done == 0 {
 		t.Fatalf("discard whose connection broke at a batch's commit: %v; want a PartlyDone that discarded some", err)
@@ -126,4 +103,35 @@ func TestDiscardCutAtCommitSaysWhatMayHaveMoved(t *testing.T) {
 	if unsure, _ := m["unsure"].([]any); m["discarded"] != float64(pd.Done) || len(unsure) != len(pd.Unsure) {
 		t.Errorf("audit entry %v, want discarded %d and the %d unsure", m, pd.Done, len(pd.Unsure))
 	}
+}
+
+// cutCall is a bulk call on 600 dead messages of queue, made through svc,
+// whose connection is cut once as a statement holding a marker reaches
+// the server, after the first batch (progress, to pass as the call's
+// Progress), as a client; direct reads the database past the cut.
+type cutCall struct {
+	direct   *store.Store
+	svc      *ops.Service
+	queue    string
+	client   string
+	progress func(done, total int)
+}
+
+func cutAtASecondBatch(t *testing.T, marker string) cutCall {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	direct := pgtest.OpenStore(t, url)
+	q := newQueue(t, direct, nil)
+	pgtest.DeadLetterN(t, direct, q, 600, pgtest.DeadSpec{})
+	proxy := pgtest.NewFreezingProxy(t, url)
+	// In exec mode every statement carries its text, which the proxy
+	// tells the move by.
+	through := pgtest.OpenStore(t, pgtest.WithParam(t, proxy.URL(), "default_query_exec_mode", "exec"))
+	var cut sync.Once
+	return cutCall{direct: direct, svc: newService(t, through, ops.Options{}), queue: q, client: uniqueName("agent") + "/1.0",
+		progress: func(done, _ int) {
+			if done > 0 { // after the first batch: the cut comes at one of the second's
+				cut.Do(func() { proxy.CutWhenSent(marker) })
+			}
+		}}
 }
