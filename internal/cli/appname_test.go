@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 )
 
@@ -34,22 +36,8 @@ func TestWorkSessionsNameTheCommand(t *testing.T) {
 	// carry none, and the one queue create may still be ending.
 	var listeners []string
 	for len(listeners) < 2 {
-		listeners = nil
-		rows, err := d.conns.Query(ctx, `SELECT application_name FROM pg_stat_activity
+		listeners = appNames(t, d, `SELECT application_name FROM pg_stat_activity
 			WHERE datname = current_database() AND query LIKE 'LISTEN %' ORDER BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				t.Fatal(err)
-			}
-			listeners = append(listeners, name)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
 		if ctx.Err() != nil {
 			t.Fatalf("listening sessions %q; want two", listeners)
 		}
@@ -60,24 +48,24 @@ func TestWorkSessionsNameTheCommand(t *testing.T) {
 	if want := []string{"billing-worker", "pgbus work"}; !slices.Equal(listeners, want) {
 		t.Errorf("the listeners' application_name: %q; want %q", listeners, want)
 	}
-	var names []string
-	rows, err := d.conns.Query(ctx, `SELECT DISTINCT application_name FROM pg_stat_activity
+	names := appNames(t, d, `SELECT DISTINCT application_name FROM pg_stat_activity
 		WHERE datname = current_database() AND backend_type = 'client backend'
 		  AND application_name NOT IN ('', 'pgbus queue create') ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, name)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
 	if want := []string{"billing-worker", "pgbus work"}; !slices.Equal(names, want) {
 		t.Errorf("the application_name of the sessions of the database: %q; want %q", names, want)
 	}
+}
+
+// appNames reads the application names query returns, one a row.
+func appNames(t *testing.T, d db, query string) []string {
+	t.Helper()
+	rows, err := d.conns.Query(pgtest.Context(t), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
