@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/resources"
 )
 
@@ -29,7 +30,6 @@ import (
 
 // frontDoor answers the messages pgbus refuses before mcp-go serves them.
 type frontDoor struct {
-	s *server.MCPServer
 	// each says how the transport takes requests one by one (eachPOST,
 	// eachLine), for the refusal of a batch.
 	each string
@@ -72,8 +72,8 @@ func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
 		if err := resources.CheckRead(ctx, nil, json.RawMessage(raw)); err != nil {
 			return invalidParams(id, err.Error())
 		}
-		if method != mcp.MethodResourcesRead {
-			return d.checkSubscription(ctx, msg)
+		if method == mcp.MethodResourcesSubscribe {
+			return d.checkSubscription(msg)
 		}
 	case mcp.MethodInitialize:
 		// Params mcp-go cannot read, in mcp-go's words, as invalid
@@ -133,39 +133,42 @@ func invalidParams(id mcp.RequestId, msg string) mcp.JSONRPCMessage {
 	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_PARAMS, msg, nil)}
 }
 
-// checkSubscription refuses a subscription (or an unsubscription) of a
-// client of a protocol with resources/subscribe to a URI whose read fails,
-// with the error of the read: no update can ever come for it. mcp-go takes
-// any URI.
-func (d frontDoor) checkSubscription(ctx context.Context, msg frontMessage) mcp.JSONRPCMessage {
+// checkSubscription refuses a subscription of a client of a protocol with
+// resources/subscribe to a URI that names no resource pgbus updates
+// (pgbus://queues and pgbus://queues/{queue}/stats): no update could ever
+// come for it, and mcp-go takes any URI. It looks at the URI alone, with
+// no read of the database: a check that read would hold the stdio
+// transport's next messages while the database is slow, and refuse a
+// subscription a lock or an outage only delays; a queue not made yet is
+// updated once it is. An unsubscription is always taken, so that a
+// subscription whose queue went can still be ended.
+func (d frontDoor) checkSubscription(msg frontMessage) mcp.JSONRPCMessage {
 	var params struct {
 		URI  string         `json:"uri"`
 		Meta map[string]any `json:"_meta"`
 	}
-	if json.Unmarshal(msg.Params, &params) != nil || params.URI == "" {
+	var id mcp.RequestId
+	if json.Unmarshal(msg.Params, &params) != nil || params.URI == "" || json.Unmarshal(msg.ID, &id) != nil {
 		return nil // mcp-go answers it
 	}
 	if v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string); mcp.IsModernProtocol(v) {
 		return nil // no resources/subscribe: mcp-go says so
 	}
-	read, err := json.Marshal(map[string]any{
-		"jsonrpc": mcp.JSONRPC_VERSION, "id": msg.ID, "method": mcp.MethodResourcesRead, "params": msg.Params,
-	})
-	if err != nil {
+	uri := params.URI
+	if uri == resources.URIQueues {
 		return nil
 	}
-	failed, ok := d.s.HandleMessage(ctx, read).(mcp.JSONRPCError)
-	if !ok {
-		return nil // the read succeeded: the subscription is taken
-	}
-	if strings.HasPrefix(failed.Error.Message, "handler not found for resource URI") {
-		// mcp-go's words for a URI that no resource matches.
-		failed.Error.Message = unknownResource(params.URI)
-		if strings.HasPrefix(params.URI, "pgbus:") {
-			failed.Error.Code = mcp.INVALID_PARAMS
+	queue, stats := strings.CutSuffix(strings.TrimPrefix(uri, "pgbus://queues/"), "/stats")
+	if strings.HasPrefix(uri, "pgbus://queues/") && stats && queue != "" && !strings.Contains(queue, "/") {
+		if err := ops.CheckQueueName(queue); err != nil {
+			return invalidParams(id, fmt.Sprintf("resource %s: %v; read %s for the queue names", clip(uri), err, resources.URIQueues))
 		}
+		return nil
 	}
-	return failed
+	if strings.HasPrefix(uri, "pgbus:") {
+		return invalidParams(id, unknownResource(uri))
+	}
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.RESOURCE_NOT_FOUND, unknownResource(uri), nil)}
 }
 
 // unknownResource says a URI names no resource, and which pgbus has.

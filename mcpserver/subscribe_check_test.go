@@ -29,22 +29,25 @@ func legacyClients(t *testing.T) map[string]*client.Client {
 	}
 }
 
-// A subscription to a URI whose read fails fails as the read does, over
-// every transport: no update can ever come for it, and the client is told
-// so, with what to subscribe to instead. Unsubscribing from it fails the
-// same way; a subscription to a queue that exists is taken.
-func TestSubscribeFailsAsReadFails(t *testing.T) {
+// A subscription to a URI that names no resource pgbus updates is
+// refused, over every transport: no update could ever come for it, and
+// the client is told so, with what to subscribe to instead. One to the
+// stats of a queue by a valid name is taken, whether or not the queue is
+// there yet (the database is not asked: a slow one would hold the stdio
+// transport's next messages). An unsubscription is always taken, so that
+// the subscription of a queue dropped since can be ended.
+func TestSubscribeRefusesWhatNamesNoResource(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	queue := newQueue(t, s)
-	for tr, c := range legacyClients(t) {
+	clients := legacyClients(t)
+	for tr, c := range clients {
 		ctx := testContext(t)
 		for _, tc := range []struct {
 			uri  string
 			want error
 			says string
 		}{
-			{"pgbus://queues/no_such_queue_zz/stats", mcp.ErrResourceNotFound, "pgbus://queues"},
 			{"pgbus://queues/Bad-Name/stats", mcp.ErrInvalidParams, "pgbus://queues"},
 			{"pgbus://x", mcp.ErrInvalidParams, "pgbus://queues/{queue}/stats"},
 			{"https://x/", mcp.ErrResourceNotFound, "pgbus://queues/{queue}/stats"},
@@ -55,16 +58,26 @@ func TestSubscribeFailsAsReadFails(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("%s: subscribe %s = %v; want %v saying %q", tr, tc.uri, err, tc.want, tc.says)
 			}
-			unsub := mcp.UnsubscribeRequest{}
-			unsub.Params.URI = tc.uri
-			if err := c.Unsubscribe(ctx, unsub); !errors.Is(err, tc.want) {
-				t.Errorf("%s: unsubscribe %s = %v; want %v", tr, tc.uri, err, tc.want)
+		}
+		for _, uri := range []string{"pgbus://queues", "pgbus://queues/" + queue + "/stats", "pgbus://queues/not_made_yet_zz/stats"} {
+			sub := mcp.SubscribeRequest{}
+			sub.Params.URI = uri
+			if err := c.Subscribe(ctx, sub); err != nil {
+				t.Errorf("%s: subscribe to %s: %v", tr, uri, err)
 			}
 		}
-		sub := mcp.SubscribeRequest{}
-		sub.Params.URI = "pgbus://queues/" + queue + "/stats"
-		if err := c.Subscribe(ctx, sub); err != nil {
-			t.Errorf("%s: subscribe to %s: %v", tr, sub.Params.URI, err)
+	}
+	// The queue goes; its subscriptions can still be ended.
+	if err := s.DropQueue(testContext(t), queue); err != nil {
+		t.Fatal(err)
+	}
+	for tr, c := range clients {
+		for _, uri := range []string{"pgbus://queues/" + queue + "/stats", "pgbus://x", "https://x/"} {
+			unsub := mcp.UnsubscribeRequest{}
+			unsub.Params.URI = uri
+			if err := c.Unsubscribe(testContext(t), unsub); err != nil {
+				t.Errorf("%s: unsubscribe %s = %v; want it taken", tr, uri, err)
+			}
 		}
 	}
 }
