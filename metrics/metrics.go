@@ -178,7 +178,7 @@ func New(opts Options) *Metrics {
 			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay, snoozed, or given back unfinished by a worker that stopped).",
 			[]string{"queue", "state"}, nil),
 		estimated: prometheus.NewDesc("pgbus_queue_messages_estimated",
-			"1 when the queue's visible count is PostgreSQL's estimate of its table's rows less those behind the visibility timeout (a table of more than 1,000,000 messages, which is not counted row by row at each read), several percent off; 0 when it was counted.",
+			"1 when the queue's visible count is PostgreSQL's estimate of its table's rows less those behind the visibility timeout (a table of more than 1,000,000 messages or 32 MB, which is not counted row by row at each read), several percent off; 0 when it was counted.",
 			[]string{"queue"}, nil),
 		dlqMessages: prometheus.NewDesc("pgbus_dlq_messages",
 			"Messages in each queue's dead-letter queue.", []string{"queue"}, nil),

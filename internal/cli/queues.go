@@ -29,7 +29,7 @@ func (a *app) queuesCommand() *cobra.Command {
   MAX RUNS    max_retries: runs per message before it is dead-lettered
   BACKOFF     the range of the waits between runs
 
-A queue whose table holds more than 1,000,000 messages is not counted at
+A queue whose table holds more than 1,000,000 messages or 32 MB is not counted at
 each read: its DEPTH and READY come from the database's statistics, marked
 ~ (counts_estimated in --json), which follow sends and deletes within
 seconds and may be several percent off, while RUNNING, RETRYING, SCHEDULED
