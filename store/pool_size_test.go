@@ -28,9 +28,15 @@ func TestPoolSizeIsBoundedWhateverTheCores(t *testing.T) {
 		{7, "", 7},
 		{64, "3", 3},
 		{1, "40", 40},
+		// A value that holds the words is no setting of them.
+		{64, "-", 10},
 	} {
 		url := url
-		if c.maxConns != "" {
+		switch c.maxConns {
+		case "":
+		case "-":
+			url = pgtest.WithParam(t, url, "application_name", "pool_max_conns")
+		default:
 			url = pgtest.WithParam(t, url, "pool_max_conns", c.maxConns)
 		}
 		was := runtime.GOMAXPROCS(c.procs)

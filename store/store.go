@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"runtime"
 	"slices"
@@ -112,7 +113,22 @@ const DefaultConnectTimeout = 10 * time.Second
 // it with, names a connect_timeout, 0 included.
 func setsConnectTimeout(url string) bool {
 	_, env := os.LookupEnv("PGCONNECT_TIMEOUT")
-	return env || strings.Contains(url, "connect_timeout")
+	return env || setsParam(url, "connect_timeout")
+}
+
+// setsParam reports whether the database URL dsn, written as a URL
+// (postgres://...?key=value) or as key=value pairs, sets key: a value
+// that only holds its name (a password, an application_name) does not.
+func setsParam(dsn, key string) bool {
+	if u, err := neturl.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		return u.Query().Has(key)
+	}
+	for _, field := range strings.Fields(dsn) {
+		if k, _, ok := strings.Cut(field, "="); ok && k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // Open connects to the database at url. It does not migrate: call Migrate.
@@ -174,7 +190,7 @@ func OpenLazyAs(url, app string) (*Store, error) {
 		return nil, badURL{fmt.Errorf("store: the database URL's host holds an @: percent-encode an @ in the password as %%40 (and a : as %%3A, a / as %%2F)")}
 	}
 	ConfigurePool(cfg)
-	if !strings.Contains(url, "pool_max_conns") {
+	if !setsParam(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns(runtime.GOMAXPROCS(0))
 	}
 	if app != "" && cfg.ConnConfig.RuntimeParams["application_name"] == "" {
