@@ -91,14 +91,23 @@ func Exporters() []string {
 }
 
 // Endpoint is the OTLP endpoint the otlp exporter sends spans to, as the
-// environment sets it (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
-// OTEL_EXPORTER_OTLP_ENDPOINT): "" when neither is set, for the
-// exporter's default on localhost.
+// environment sets it: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as it is, else
+// OTEL_EXPORTER_OTLP_ENDPOINT, to which the exporter over http/protobuf
+// adds the signal's path, /v1/traces, and the one over gRPC nothing; ""
+// when neither is set, for the exporter's default on localhost.
 func Endpoint() string {
 	if v := os.Getenv(EnvTracesEndpoint); v != "" {
 		return v
 	}
-	return os.Getenv(EnvEndpoint)
+	base := os.Getenv(EnvEndpoint)
+	proto := os.Getenv(EnvTracesProtocol)
+	if proto == "" {
+		proto = os.Getenv(EnvProtocol)
+	}
+	if base == "" || strings.EqualFold(strings.TrimSpace(proto), protocolGRPC) {
+		return base
+	}
+	return strings.TrimRight(base, "/") + "/v1/traces"
 }
 
 // FromEnv sets tracing up as the standard OTEL_* environment variables

@@ -100,7 +100,8 @@ func TestWorkSaysItTraces(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("work: exit %d: %s", r.code, r.stderr)
 	}
-	want := `"msg":"pgbus: tracing with OpenTelemetry","exporter":"otlp","endpoint":"` + url + `"`
+	// The exporter over http/protobuf sends to the endpoint's path of traces.
+	want := `"msg":"pgbus: tracing with OpenTelemetry","exporter":"otlp","endpoint":"` + strings.TrimRight(url, "/") + `/v1/traces"`
 	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, `"level":"INFO"`) {
 		t.Errorf("work's log has no line %s at the info level:\n%s", want, r.stderr)
 	}

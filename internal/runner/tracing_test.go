@@ -58,11 +58,14 @@ func TestTracingSaysItsExporter(t *testing.T) {
 		level              slog.Level
 		exporter, endpoint string
 	}{
-		{map[string]string{tracing.EnvEndpoint: "http://collector:4318"}, slog.LevelInfo, "otlp", "http://collector:4318"},
+		// Over http/protobuf the exporter adds the path of traces to the
+		// endpoint of every signal; over gRPC nothing.
+		{map[string]string{tracing.EnvEndpoint: "http://collector:4318/"}, slog.LevelInfo, "otlp", "http://collector:4318/v1/traces"},
+		{map[string]string{tracing.EnvEndpoint: "http://collector:4317", tracing.EnvProtocol: "grpc"}, slog.LevelInfo, "otlp", "http://collector:4317"},
 		{map[string]string{tracing.EnvEndpoint: "http://collector:4318", tracing.EnvTracesEndpoint: "http://traces:4318/v1/traces"},
 			slog.LevelDebug, "otlp", "http://traces:4318/v1/traces"},
 		{map[string]string{tracing.EnvTracesExporter: " Console,none,console"}, slog.LevelInfo, "console", ""},
-		{map[string]string{tracing.EnvTracesExporter: "otlp,console", tracing.EnvEndpoint: "http://collector:4318"}, slog.LevelDebug, "otlp,console", "http://collector:4318"},
+		{map[string]string{tracing.EnvTracesExporter: "otlp,console", tracing.EnvEndpoint: "http://collector:4318"}, slog.LevelDebug, "otlp,console", "http://collector:4318/v1/traces"},
 	} {
 		setTracingEnv(t, c.env)
 		var buf bytes.Buffer
