@@ -90,20 +90,26 @@ func queryDeadItems(ctx context.Context, tx pgx.Tx, sql string, args []any) ([]D
 }
 
 // parseDeadBlock reads a dead-letter block leniently: a block edited by hand may
-// hold a wrong type somewhere, and every field that still reads is kept.
+// hold a wrong type somewhere, and every field that still reads is kept. It
+// is the one reader of a block's times, for every view: RFC 3339 with an
+// offset, read as that instant in UTC; anything else, a time without an
+// offset among them, is no time.
 func parseDeadBlock(raw []byte) *DeadLetterBlock {
 	var fields map[string]json.RawMessage
 	if len(raw) == 0 || json.Unmarshal(raw, &fields) != nil || fields == nil {
 		return nil
 	}
 	b := &DeadLetterBlock{}
-	if json.Unmarshal(raw, b) == nil {
-		return b
+	if json.Unmarshal(raw, b) != nil {
+		*b = DeadLetterBlock{}
+		for k, v := range fields {
+			one, _ := json.Marshal(map[string]json.RawMessage{k: v})
+			_ = json.Unmarshal(one, b)
+		}
 	}
-	*b = DeadLetterBlock{}
-	for k, v := range fields {
-		one, _ := json.Marshal(map[string]json.RawMessage{k: v})
-		_ = json.Unmarshal(one, b)
+	b.SourceEnqueuedAt, b.DeadLetteredAt, b.ErrorRecordedAt = b.SourceEnqueuedAt.UTC(), b.DeadLetteredAt.UTC(), b.ErrorRecordedAt.UTC()
+	if p := b.PreviousTripError; p != nil {
+		p.ErrorRecordedAt = p.ErrorRecordedAt.UTC()
 	}
 	return b
 }

@@ -138,10 +138,14 @@ func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter
 	}
 	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DiscardedItem, error) {
 		it := DiscardedItem{DLQ: name}
-		var dead *time.Time
+		// The block's time is read in Go, as every other view reads it,
+		// never cast in SQL, where a time without an offset would be read
+		// in the session's TimeZone and one that is no date would fail the
+		// whole list.
+		var dead []byte
 		err := r.Scan(&it.MsgID, &it.Kind, &it.Reason, &it.SourceQueue, &it.ErrorClass, &it.ErrorMessage, &dead, &it.ArchivedAt, &it.RetryOriginal)
-		if dead != nil {
-			it.DeadLetteredAt = *dead
+		if b := parseDeadBlock(dead); b != nil {
+			it.DeadLetteredAt = b.DeadLetteredAt
 		}
 		return it, err
 	})
@@ -196,7 +200,7 @@ func listDiscardedSQL(dlq string, f DiscardedFilter, after *deadCursor, limit in
 	return `SELECT a.msg_id, coalesce(a.headers->>'` + HeaderKind + `', a.message->>'job_class', ''),
 		coalesce(` + block + `->>'reason', ''), coalesce(` + block + `->>'source_queue', ''),
 		coalesce(` + block + `->>'error_class', ''), coalesce(` + block + `->>'error_message', ''),
-		(CASE WHEN ` + block + `->>'dead_lettered_at' ~ '^\d{4}-' THEN (` + block + `->>'dead_lettered_at')::timestamptz END),
+		jsonb_build_object('dead_lettered_at', ` + block + `->'dead_lettered_at'),
 		a.archived_at, ` + sqlRetryOriginal + `
 		FROM ` + archiveTable(dlq) + ` a ` + cond + `
 		ORDER BY a.archived_at DESC, a.msg_id DESC LIMIT $1`, args

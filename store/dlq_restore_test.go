@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
@@ -314,5 +315,52 @@ func TestMigrationKeepsTheRetryNoteIndexBuiltBeforehand(t *testing.T) {
 	list, args := store.ListDiscardedSQL(store.DLQName(newQueue(t, s)), store.DiscardedFilter{}, 10)
 	if scans := planScans(t, s, list, args...); !noteByIndex(scans) {
 		t.Fatalf("dlq discarded is planned with the scans %q; want the note looked up in failures_payload_replaced_idx", scans)
+	}
+}
+
+// discardedOne discards one dead message of a new queue whose block's
+// dead_lettered_at is set to at (a JSON value), and returns the queue and
+// the message's id.
+func discardedOne(t *testing.T, s *store.Store, at string) (string, int64) {
+	t.Helper()
+	q := newQueue(t, s)
+	ids := deadN(t, s, q, 1, "k", "Timeout", store.ReasonMaxRetriesExceeded)
+	if n, err := s.DiscardDead(testContext(t), q, ids); err != nil || n != 1 {
+		t.Fatalf("discard = %d, %v", n, err)
+	}
+	mustExec(t, s, `UPDATE pgmq."a_`+store.DLQName(q)+`" SET headers = jsonb_set(headers, '{`+store.HeaderDeadLetter+`,dead_lettered_at}', $1::jsonb) WHERE msg_id = $2`, at, ids[0])
+	return q, ids[0]
+}
+
+// A discarded message's dead_lettered_at reads the same in every session,
+// whatever its TimeZone, as dlq show reads it: a time with an offset as
+// that instant in UTC, one without an offset as no time.
+func TestDiscardedDeadTimeReadsTheSameInEveryTimeZone(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	bare, bareID := discardedOne(t, s, `"2026-02-05T20:00:00"`)
+	offset, _ := discardedOne(t, s, `"2026-02-05T20:00:00+05:30"`)
+	for _, zone := range []string{"UTC", "Asia/Kolkata", "America/Los_Angeles"} {
+		zs, err := store.Open(ctx, pgtest.WithParam(t, pgtest.URL(t), "TimeZone", zone))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(zs.Close)
+		page, err := zs.ListDiscarded(ctx, bare, store.DiscardedFilter{}, "", 10)
+		if err != nil || len(page.Items) != 1 || page.Items[0].MsgID != bareID {
+			t.Fatalf("TimeZone %s: list discarded of %s = %+v, %v; want message %d", zone, bare, page.Items, err, bareID)
+		}
+		if at := page.Items[0].DeadLetteredAt; !at.IsZero() {
+			t.Errorf("TimeZone %s: a dead_lettered_at without an offset read as %s; want no time, as dlq show reads it", zone, at)
+		}
+		page, err = zs.ListDiscarded(ctx, offset, store.DiscardedFilter{}, "", 10)
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("TimeZone %s: list discarded of %s = %+v, %v; want one message", zone, offset, page.Items, err)
+		}
+		want := time.Date(2026, 2, 5, 14, 30, 0, 0, time.UTC)
+		if at := page.Items[0].DeadLetteredAt; !at.Equal(want) || at.Location() != time.UTC {
+			t.Errorf("TimeZone %s: a dead_lettered_at of 20:00+05:30 read as %s; want %s", zone, at, want)
+		}
 	}
 }
