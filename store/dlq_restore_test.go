@@ -364,3 +364,19 @@ func TestDiscardedDeadTimeReadsTheSameInEveryTimeZone(t *testing.T) {
 		}
 	}
 }
+
+// One discarded message whose dead_lettered_at is no date breaks only its
+// own time, read as none, not the list of the others.
+func TestDiscardedListWithAnUnreadableDeadTime(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q, id := discardedOne(t, s, `"2026-02-30T00:00:00Z"`)
+	page, err := s.ListDiscarded(ctx, q, store.DiscardedFilter{}, "", 10)
+	if err != nil || len(page.Items) != 1 || page.Items[0].MsgID != id {
+		t.Fatalf("list discarded of %s = %+v, %v; want message %d", q, page.Items, err, id)
+	}
+	if it := page.Items[0]; !it.DeadLetteredAt.IsZero() || it.ErrorClass != "Timeout" || it.ArchivedAt.IsZero() {
+		t.Errorf("listed %+v; want no dead time, and its error class and archive time", it)
+	}
+}
