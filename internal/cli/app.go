@@ -157,18 +157,17 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return usageError{fmt.Errorf("log level %q%s: use debug, info, warn or error", a.logLevel, a.from("log-level"))}
 	}
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	var h slog.Handler
 	switch a.logFormat {
 	case "json":
-		h = slog.NewJSONHandler(a.stderr, opts)
+		h = jsonLogHandler(a.stderr, level)
 	case "text":
 		h = textlog.New(a.stderr, level, isTerminal(a.stderr))
 	case "auto":
 		if isTerminal(a.stderr) {
 			h = textlog.New(a.stderr, level, true)
 		} else {
-			h = slog.NewJSONHandler(a.stderr, opts)
+			h = jsonLogHandler(a.stderr, level)
 		}
 	default:
 		return usageError{fmt.Errorf("log format %q%s: use auto, text or json", a.logFormat, a.from("log-format"))}
@@ -417,12 +416,23 @@ func (a *app) explain(err error) error {
 		"migrate, queue create and drop, and work, demo, serve, dashboard and bench while the schema is not current need the role that owns the pgbus schemas", err, who)
 }
 
-// durationText writes a duration in a log line as its text (30s, 1.5ms),
+// jsonLogHandler is the handler of JSON logs at level and above, written
+// to w.
+func jsonLogHandler(w io.Writer, level slog.Leveler) slog.Handler {
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logAttrText})
+}
+
+// logAttrText writes a duration in a log line as its text (30s, 1.5ms),
 // as the text format does: JSON wrote it in nanoseconds (probe_in
-// 299998000000), beside settings written as text.
-func durationText(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
+// 299998000000), beside settings written as text. It writes a time, the
+// line's own among them, in UTC (2026-12-07T02:14:13.52Z), as every other
+// output's, not in the process's zone.
+func logAttrText(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindDuration:
 		a.Value = slog.StringValue(a.Value.Duration().String())
+	case slog.KindTime:
+		a.Value = slog.TimeValue(a.Value.Time().UTC())
 	}
 	return a
 }

@@ -126,7 +126,7 @@ func (a *app) stopLog(cmd *cobra.Command, args []string, stderr io.Writer) *slog
 		}
 		return nil
 	case logsAsJSON(args):
-		return slog.New(ops.RedactingHandler(slog.NewJSONHandler(stderr, nil)))
+		return slog.New(ops.RedactingHandler(jsonLogHandler(stderr, nil)))
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
 // Package textlog is the log format of --log-format text: one line a
 // record, such as
 //
-//	Dec  4 03:44:19.060 INF pgbus: job dead-lettered queue=orders msg_id=42 error="card declined"
+//	2026-12-04 03:44:19.060Z INF pgbus: job dead-lettered queue=orders msg_id=42 error="card declined"
 //
-// with the level and keys in color on a terminal. Values are quoted as Go
+// its time, as every time among its values, in UTC, whatever the
+// process's zone, with the level and keys in color on a terminal. Values are quoted as Go
 // quotes strings whenever they hold a blank, a quote, an equals sign or
 // anything not printable, so a value is never cut short and a downstream's
 // error text cannot move the cursor or recolor an operator's terminal:
@@ -34,6 +35,11 @@ const (
 	green    = "\x1b[92m"
 	yellow   = "\x1b[93m"
 )
+
+// lineTime is the layout of a line's time, always in UTC: short, with
+// its year and zone, so that it is never taken for another day's or
+// zone's time.
+const lineTime = "2006-01-02 15:04:05.000Z"
 
 // New returns a handler that writes records at level and above to w, one
 // line each, colored when color is true.
@@ -66,7 +72,7 @@ func (h *handler) Enabled(_ context.Context, l slog.Level) bool {
 func (h *handler) Handle(_ context.Context, r slog.Record) error {
 	buf := make([]byte, 0, 256)
 	if !r.Time.IsZero() {
-		buf = r.Time.AppendFormat(buf, time.StampMilli)
+		buf = r.Time.UTC().AppendFormat(buf, lineTime)
 		buf = append(buf, ' ')
 	}
 	buf = h.appendLevel(buf, r.Level)
@@ -183,7 +189,7 @@ func appendValue(buf []byte, v slog.Value) []byte {
 	case slog.KindDuration:
 		return append(buf, v.Duration().String()...)
 	case slog.KindTime:
-		return v.Time().AppendFormat(buf, time.RFC3339Nano)
+		return v.Time().UTC().AppendFormat(buf, time.RFC3339Nano)
 	}
 	return appendText(buf, anyText(v.Any()), true)
 }

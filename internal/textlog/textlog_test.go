@@ -38,7 +38,7 @@ func TestLine(t *testing.T) {
 		slog.Bool("ok", true), slog.Float64("ratio", 0.5), slog.Time("at", at), slog.String("note", "two words"),
 		slog.String("empty", ""), slog.String("eq", "a=b"), slog.String("quote", `say "hi"`),
 		slog.Any("err", errors.New("card declined")), slog.Any("addr", net.IPv4(10, 0, 0, 1)), slog.Any("ids", []int{1, 2}))
-	want := `Dec  4 03:44:19.060 INF pgbus: job dead-lettered queue=orders msg_id=42 took=1.5s ok=true ratio=0.5 ` +
+	want := `2026-12-04 03:44:19.060Z INF pgbus: job dead-lettered queue=orders msg_id=42 took=1.5s ok=true ratio=0.5 ` +
 		`at=2026-12-04T03:44:19.06Z note="two words" empty="" eq="a=b" quote="say \"hi\"" err="card declined" addr=10.0.0.1 ids="[1 2]"` + "\n"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
@@ -69,6 +69,27 @@ func TestValueWholeAndEscaped(t *testing.T) {
 	}
 }
 
+// A line's time, and a time among its values, are written in UTC with
+// the year and a Z, whatever the zone of the record's time: never the
+// process's local time without its zone.
+func TestTimesInUTC(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	h := textlog.New(&buf, slog.LevelInfo, false)
+	pst := time.FixedZone("PST", -8*60*60)
+	buf.Reset()
+	local := time.Date(2026, 12, 6, 18, 14, 13, 141_000_000, pst)
+	r := slog.NewRecord(local, slog.LevelInfo, "m", 0)
+	r.AddAttrs(slog.Time("at", local))
+	if err := h.Handle(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	want := "2026-12-07 02:14:13.141Z INF m at=2026-12-07T02:14:13.141Z\n"
+	if got := buf.String(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
 func TestGroupsAndWithAttrs(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
@@ -76,7 +97,7 @@ func TestGroupsAndWithAttrs(t *testing.T) {
 		WithGroup("http").WithAttrs([]slog.Attr{slog.Int("status", 503)})
 	got := line(t, h, &buf, slog.LevelWarn, "retrying",
 		slog.Group("req", slog.String("path", "/x"), slog.Group("empty")), slog.Attr{}, slog.Group("", slog.Int("inline", 1)))
-	want := "Dec  4 03:44:19.060 WRN retrying worker=w1 http.status=503 http.req.path=/x http.inline=1\n"
+	want := "2026-12-04 03:44:19.060Z WRN retrying worker=w1 http.status=503 http.req.path=/x http.inline=1\n"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -93,7 +114,7 @@ func TestLevels(t *testing.T) {
 		slog.LevelDebug: "DBG", slog.LevelDebug - 4: "DBG-4", slog.LevelInfo: "INF", slog.LevelInfo + 2: "INF+2",
 		slog.LevelWarn: "WRN", slog.LevelError: "ERR", slog.LevelError + 4: "ERR+4",
 	} {
-		if got := line(t, h, &buf, level, "m"); got != "Dec  4 03:44:19.060 "+want+" m\n" {
+		if got := line(t, h, &buf, level, "m"); got != "2026-12-04 03:44:19.060Z "+want+" m\n" {
 			t.Errorf("level %d: %q, want %s", level, got, want)
 		}
 	}
@@ -104,7 +125,7 @@ func TestColor(t *testing.T) {
 	var buf bytes.Buffer
 	h := textlog.New(&buf, slog.LevelInfo, true)
 	got := line(t, h, &buf, slog.LevelError, "failed", slog.String("queue", "q"), slog.Any("cause", errors.New("boom")))
-	want := "Dec  4 03:44:19.060 \x1b[91mERR\x1b[0m failed \x1b[2mqueue=\x1b[22mq \x1b[2mcause=\x1b[22m\x1b[91mboom\x1b[0m\n"
+	want := "2026-12-04 03:44:19.060Z \x1b[91mERR\x1b[0m failed \x1b[2mqueue=\x1b[22mq \x1b[2mcause=\x1b[22m\x1b[91mboom\x1b[0m\n"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -152,7 +173,7 @@ func TestConcurrentLinesStayWhole(t *testing.T) {
 	}
 	for _, l := range lines {
 		var w, i int
-		if _, err := fmt.Sscanf(l, "Dec  4 03:44:19.060 INF m writer=%d text="+strings.Repeat("x", 100)+" i=%d", &w, &i); err != nil {
+		if _, err := fmt.Sscanf(l, "2026-12-04 03:44:19.060Z INF m writer=%d text="+strings.Repeat("x", 100)+" i=%d", &w, &i); err != nil {
 			t.Fatalf("a line mixed with another: %q (%v)", l, err)
 		}
 	}
