@@ -125,12 +125,12 @@ func (r SendRequest) Check() error {
 }
 
 // ParseDeadline reads when a message stops being worth running: an RFC
-// 3339 time or a date (midnight UTC), returned as at, or a duration from
+// 3339 time (in any spelling ParseTime takes) or a date (midnight UTC), returned as at, or a duration from
 // now (30m, 2h, 7d), returned as in: SendRequest.Deadline or DeadlineIn.
 func ParseDeadline(s string) (at time.Time, in time.Duration, err error) {
 	s = strings.TrimSpace(s)
 	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
-		t, err := time.Parse(layout, s)
+		t, err := time.Parse(layout, rfc3339Text(s))
 		if err != nil {
 			continue
 		}

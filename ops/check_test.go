@@ -140,6 +140,9 @@ func TestParseDeadline(t *testing.T) {
 	for in, want := range map[string]time.Time{
 		"2026-12-01T09:00:00Z": time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
 		"2026-12-24":           time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC),
+		// RFC 3339's other spellings, as the pgbus_deadline header takes.
+		"2026-12-01t09:00:00z": time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
+		"2026-12-01 09:00:00Z": time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC),
 	} {
 		at, d, err := ops.ParseDeadline(in)
 		if err != nil || !at.Equal(want) || d != 0 {

@@ -227,7 +227,8 @@ var errNotTime = errors.New("give an RFC 3339 time (2026-11-29T20:00:00Z), a dat
 type outOfRange struct{ error }
 
 // ParseTime reads a point in time in the one grammar every front end
-// takes: an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29,
+// takes: an RFC 3339 time (2026-11-29T20:00:00Z, or as RFC 3339 also
+// allows with a lower-case t and z or a space for the T), a date (2026-11-29,
 // midnight UTC), or an age meaning that long before now: a Go duration
 // (90m, 2h30m) or whole days (7d).
 //
@@ -238,7 +239,7 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if len(s) > maxTimeText {
 		return time.Time{}, errNotTime
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := time.Parse(time.RFC3339Nano, rfc3339Text(s))
 	if err != nil {
 		t, err = time.Parse(time.DateOnly, s)
 	}
@@ -259,6 +260,19 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, outOfRange{fmt.Errorf("%s is more than a year ahead; give an earlier time or leave the bound out", t.UTC().Format(time.RFC3339))}
 	}
 	return t, nil
+}
+
+// rfc3339Text is s in the one spelling of RFC 3339 that Go parses, for
+// the others RFC 3339 allows: a lower-case t or z, and a space between
+// date and time (its §5.6 note).
+func rfc3339Text(s string) string {
+	if len(s) > 10 && (s[10] == 't' || s[10] == ' ') {
+		s = s[:10] + "T" + s[11:]
+	}
+	if strings.HasSuffix(s, "z") {
+		s = s[:len(s)-1] + "Z"
+	}
+	return s
 }
 
 // ParseAge reads a non-negative duration: a Go duration (90m, 2h30m) or

@@ -50,6 +50,30 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
+// The spellings RFC 3339 allows besides the usual one are read as it:
+// a lower-case t and z, and a space between date and time (its §5.6
+// note), as the pgbus_deadline header takes them.
+func TestParseTimeTakesRFC3339sOtherSpellings(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"2026-11-07t02:13:00z":          time.Date(2026, 11, 7, 2, 13, 0, 0, time.UTC),
+		"2026-10-25 02:30:00Z":          time.Date(2026, 10, 25, 2, 30, 0, 0, time.UTC),
+		"2026-10-25 04:30:00.25+02:00":  time.Date(2026, 10, 25, 2, 30, 0, 25e7, time.UTC),
+		" 2026-10-25t02:30:00.000001z ": time.Date(2026, 10, 25, 2, 30, 0, 1000, time.UTC),
+	} {
+		got, err := ops.ParseTime(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"2026-10-25  02:30:00Z", "2026-10-25 02:30", "2026-10-25x02:30:00Z", "2026-10-25T02:30:00", "2026-10-25 t02:30:00Z"} {
+		if got, err := ops.ParseTime(in, now); err == nil {
+			t.Errorf("ParseTime(%q) = %v; want an error", in, got)
+		}
+	}
+}
+
 // Since and Until take the same grammar in every operation with a filter,
 // and text that is none of it is refused before anything moves.
 func TestDeadFilterTimes(t *testing.T) {
