@@ -164,7 +164,9 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		if m.Unrecorded != "" {
 			kv.row("unrecorded:", m.Unrecorded)
 		}
-		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(b.DeadLetteredAt), a.ago(b.DeadLetteredAt)))
+		// When it died is the operation's, as --json and the dashboard
+		// show it, also for a block whose own time cannot be read.
+		kv.row("dead since:", fmt.Sprintf("%s (%s)", stamp(m.DeadLetteredAt), a.ago(m.DeadLetteredAt)))
 		if b.RetriesFromDLQ > 0 {
 			kv.row("retried from DLQ:", plural.Count(b.RetriesFromDLQ, "time", "times")+" before")
 		}
