@@ -144,7 +144,7 @@ func ParseDeadline(s string) (at time.Time, in time.Duration, err error) {
 	}
 	d, err := ParseAge(s)
 	if err != nil || d <= 0 {
-		return time.Time{}, 0, fieldf("deadline", "%q is not a time: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or a duration from now such as 10m, 24h or 7d", clip(s, 60))
+		return time.Time{}, 0, fieldf("deadline", "%q is not a time: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29, midnight UTC) or a duration from now such as 10m, 24h or 7d", clip(s, 60))
 	}
 	return time.Time{}, d, nil
 }

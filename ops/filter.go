@@ -220,7 +220,7 @@ func parseField(name, s string, now time.Time) (time.Time, error) {
 }
 
 // errNotTime is ParseTime's error for a text that is no time at all.
-var errNotTime = errors.New("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29) or an age such as 30m, 2h or 7d")
+var errNotTime = errors.New("give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29, midnight UTC) or an age such as 30m, 2h or 7d")
 
 // outOfRange is ParseTime's error for a time it read that lies outside
 // what a bound may be.

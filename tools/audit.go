@@ -12,7 +12,7 @@ import (
 type AuditInput struct {
 	Tool   string `json:"tool,omitempty" jsonschema_description:"Only calls of this operation: a tool name (pgbus_dlq_retry) or operation (dlq_retry, send), or all for every one. Omit for all but sends."`
 	Client string `json:"client,omitempty" jsonschema_description:"Only calls of this client: cli, dashboard, or an MCP client's name/version as listed. Omit for all."`
-	Since  string `json:"since,omitempty" jsonschema_description:"Only calls since this time: RFC 3339, a date, or an age (30m, 2h, 7d)."`
+	Since  string `json:"since,omitempty" jsonschema_description:"Only calls since this time: RFC 3339, a date (midnight UTC), or an age (30m, 2h, 7d)."`
 	Cursor string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same filters. Omit for the first page."`
 	Limit  *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=25" jsonschema_description:"Entries per page: 1 to 100, default 25."`
 }

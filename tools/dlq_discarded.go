@@ -13,8 +13,8 @@ type DLQDiscardedInput struct {
 	Queue      string `json:"queue" jsonschema_description:"The queue (or its DLQ, X_dlq) whose discarded messages to list. Required."`
 	Kind       string `json:"kind,omitempty" jsonschema_description:"Only messages of this job kind."`
 	ErrorClass string `json:"error_class,omitempty" jsonschema_description:"Only messages whose last error has this class, exactly."`
-	Since      string `json:"since,omitempty" jsonschema_description:"Only messages discarded at or after: RFC 3339, a date (2026-11-29), or an age (30m, 2h, 7d)."`
-	Until      string `json:"until,omitempty" jsonschema_description:"Only messages discarded before: RFC 3339, a date, or an age."`
+	Since      string `json:"since,omitempty" jsonschema_description:"Only messages discarded at or after: RFC 3339, a date (2026-11-29, midnight UTC), or an age (30m, 2h, 7d)."`
+	Until      string `json:"until,omitempty" jsonschema_description:"Only messages discarded before: RFC 3339, a date (midnight UTC), or an age."`
 	Limit      *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=25" jsonschema_description:"Messages to list, most recently discarded first: 1 to 100, default 25."`
 	Cursor     string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same queue and filters. Omit for the first page."`
 }

@@ -88,7 +88,7 @@ config).`,
 	f := cmd.Flags()
 	f.StringVar(&tool, "tool", "", "only entries of this operation, e.g. dlq_retry (a tool name or command works too), or all; default all but send")
 	f.StringVar(&client, "client", "", "only entries of this client, e.g. cli")
-	f.StringVar(&since, "since", "", "only entries since this time: RFC 3339, a date, or an age (2h, 7d)")
+	f.StringVar(&since, "since", "", "only entries since this time: RFC 3339, a date (midnight UTC), or an age (2h, 7d)")
 	f.StringVar(&cursor, "cursor", "", "continue after the previous page (its \"more:\" line or next_cursor)")
 	f.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("entries per page, 1 to %d", ops.MaxPageSize))
 	return jsonFlag(cmd, ops.OpAudit)

@@ -34,7 +34,7 @@ Filters (summary, list, retry-all, discard):
   --reason R         max_retries_exceeded, non_retryable_error, deadline_exceeded,
                      or not_recorded (a message without a dead-letter block)
   --since T --until T  dead-lettered in [since, until): RFC 3339, a date
-                     (2026-11-29), or an age (30m, 2h, 7d)
+                     (2026-11-29, midnight UTC), or an age (30m, 2h, 7d)
   --text S           case-insensitive text in the error message
   --group G          exactly one group: its key, the group field of
                      pgbus dlq summary --json (kind and error class select
@@ -67,8 +67,8 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&ff.f.Kind, "kind", "", "only this job kind")
 	fs.StringVar(&ff.f.ErrorClass, "error-class", "", "only this error class (exact)")
 	fs.StringVar(&ff.f.Reason, "reason", "", "only this reason: "+strings.Join(ops.Reasons, ", "))
-	fs.StringVar(&ff.f.Since, "since", "", "dead-lettered at or after: RFC 3339, a date, or an age (2h, 7d)")
-	fs.StringVar(&ff.f.Until, "until", "", "dead-lettered before: RFC 3339, a date, or an age")
+	fs.StringVar(&ff.f.Since, "since", "", "dead-lettered at or after: RFC 3339, a date (midnight UTC), or an age (2h, 7d)")
+	fs.StringVar(&ff.f.Until, "until", "", "dead-lettered before: RFC 3339, a date (midnight UTC), or an age")
 	fs.StringVar(&ff.f.Text, "text", "", "text in the error message (case-insensitive)")
 	fs.StringVar(&ff.f.Group, "group", "", "only this group: its key, the group field of dlq summary --json")
 }

@@ -111,7 +111,7 @@ step.`,
 	f.StringVar(&file, "file", "", "read the payload from this file")
 	f.StringVar(&kind, "kind", "", "job kind (pgbus_kind header): chooses the handler")
 	durationVar(f, &delay, "delay", 0, "deliver no sooner than this from now, e.g. 30s, 2h or 7d")
-	f.StringVar(&deadline, "deadline", "", "do not run after this time: RFC 3339, a date, or a duration from now such as 1h or 7d")
+	f.StringVar(&deadline, "deadline", "", "do not run after this time: RFC 3339, a date (midnight UTC), or a duration from now such as 1h or 7d")
 	f.StringVar(&idemKey, "idempotency-key", "", "send at most once per key and queue; also handed to the handler")
 	f.IntVar(&priority, "priority", 0, "priority level of a queue created with --priorities: 0 (default, read first) to levels-1")
 	f.StringArrayVar(&headers, "header", nil, "extra header key=value (repeatable); keys starting with pgbus_ are reserved")
