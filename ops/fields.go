@@ -155,11 +155,12 @@ func (s *Service) byFieldPath(field string) ([]string, error) {
 		return nil, nil
 	}
 	if len(s.opts.SafeFields) == 0 {
-		return nil, invalidf("by_field %q cannot be used, as this server names no safe payload fields; leave by_field out, or ask an operator to name safe fields when starting the server", clip(field, 60)).
-			with(hint(OpHealth, "shows the payload policy"))
+		e := fieldf("by_field", "%q cannot be used, as this server names no safe payload fields; leave by_field out, or ask an operator to name safe fields when starting the server", clip(field, 60))
+		e.Names = []string{"by_field"}
+		return nil, e.with(hint(OpHealth, "shows the payload policy"))
 	}
 	if !slices.Contains(s.opts.SafeFields, field) {
-		return nil, invalidf("by_field %q is not a safe field of this server; use one of %s", clip(field, 60), strings.Join(s.opts.SafeFields, ", "))
+		return nil, fieldf("by_field", "%q is not a safe field of this server; use one of %s", clip(field, 60), strings.Join(s.opts.SafeFields, ", "))
 	}
 	return strings.Split(field, "."), nil
 }

@@ -93,7 +93,9 @@ func readExpect(op, expect string, dryRun bool, queue string, redry func(why str
 	case expect == "":
 		return "", nil, nil
 	case dryRun:
-		return "", nil, invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
+		e := invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
+		e.Names = []string{"expect", "dry_run"}
+		return "", nil, e
 	case strings.Trim(expect, "0123456789,+ ") != "": // not ids (signed ones are refused below)
 		return expect, nil, explain(store.CheckDeadSetToken(expect), redry("shows what is selected now, with its expect"))
 	case queue == "":

@@ -508,7 +508,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		s.checkOldTransactions(ctx, &h)
 	}
 	if n := h.count("dead_letters_growing"); n > 1 {
-		h.Next = []Hint{hint(OpDLQSummary, fmt.Sprintf("groups the dead letters of every queue, the %d whose dead letters grow among them, by cause in one call%s", n, s.byFieldTip()))}
+		h.Next = []Hint{s.summaryHint(fmt.Sprintf("groups the dead letters of every queue, the %d whose dead letters grow among them, by cause in one call", n), "")}
 	}
 	s.withStoppedWorkers(&h)
 	slices.SortStableFunc(h.Reasons, func(a, b HealthReason) int { return cmp.Compare(reasonRank[a.Status], reasonRank[b.Status]) })
@@ -673,10 +673,10 @@ func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
 		// Stopped: a verdict of DEGRADED for the rest of the hour would
 		// hide whether the fix worked, and the next burst.
 		h.add(HealthNotice, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour, none in the last %d minutes (%d in its DLQ)", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages"), int(store.RecentWindow.Minutes()), q.DLQDepth),
-			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
+			s.summaryHint("groups them by cause", q.Queue))
 	case q.LastHour.DeadLettered > 0:
 		h.add(HealthDegraded, "dead_letters_growing", q.Queue, fmt.Sprintf("queue %q: %s dead-lettered in the last hour (%d in its DLQ)", q.Queue, plural.Count(q.LastHour.DeadLettered, "message", "messages"), q.DLQDepth),
-			hint(OpDLQSummary, "groups them by cause"+s.byFieldTip(), "queue", q.Queue))
+			s.summaryHint("groups them by cause", q.Queue))
 	}
 }
 
@@ -848,13 +848,20 @@ func (h *Health) count(code string) int {
 	return n
 }
 
-// byFieldTip says which safe fields a summary can break groups down by,
-// when the operator named some.
-func (s *Service) byFieldTip() string {
-	if len(s.opts.SafeFields) == 0 {
-		return ""
+// summaryHint is the next step to the summary of queue's dead letters
+// ("" for every queue's), why being what it does: with safe fields, each
+// group broken down by the first of them, naming the others, as the
+// summary's by_field argument each front end words.
+func (s *Service) summaryHint(why, queue string) Hint {
+	f := s.opts.SafeFields
+	if len(f) == 0 {
+		return hint(OpDLQSummary, why, "queue", queue)
 	}
-	return "; by_field (" + strings.Join(s.opts.SafeFields, " or ") + ") breaks each group down by a payload field safe to show"
+	why += ", each group broken down by " + f[0] + ", a payload field safe to show"
+	if len(f) > 1 {
+		why += " (so are " + strings.Join(f[1:], ", ") + ")"
+	}
+	return hint(OpDLQSummary, why, "queue", queue, "by_field", f[0])
 }
 
 func (h *Health) add(status, code, queue, msg string, next ...Hint) {

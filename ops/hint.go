@@ -135,6 +135,11 @@ type Error struct {
 	// one is and the message starts with its name, so that a front end can
 	// name it in its own words (a CLI flag); "" otherwise.
 	Field string
+	// Names are the request fields the message names as words of its own
+	// (expect and dry_run in "drop expect, or dry_run"), beyond Field at
+	// its start, so that a front end can name them in its own words too
+	// (NameFields); nil when it names none.
+	Names []string
 	// dlq is the DLQ named where a queue is taken (checkWorkQueue), whose
 	// next steps depend on whether it exists (Service.dlqGiven).
 	dlq string
@@ -167,6 +172,58 @@ func NameField(err error, name func(field string) string, fields ...string) erro
 		}
 	}
 	return err
+}
+
+// NameFields returns err with the request fields its message names, Field
+// at its start and each of Names wherever it stands as a word outside
+// quotes, named as a front end names them: name(field) and true, or false
+// to leave a field as it is. Other errors pass unchanged.
+func NameFields(err error, name func(field string) (string, bool)) error {
+	var e *Error
+	if !errors.As(err, &e) || (e.Field == "" && len(e.Names) == 0) {
+		return err
+	}
+	head, rest := "", e.Msg
+	if r, ok := strings.CutPrefix(e.Msg, e.Field+" "); ok && e.Field != "" {
+		if n, ok := name(e.Field); ok {
+			head, rest = n+" ", r
+		}
+	}
+	for _, f := range e.Names {
+		if n, ok := name(f); ok {
+			rest = replaceWord(rest, f, n)
+		}
+	}
+	named := *e
+	named.Msg = head + rest
+	named.Names = nil // named once: a second call finds nothing to name
+	return &named
+}
+
+// replaceWord replaces each whole word w of s that stands outside double
+// quotes (a value quoted with %q stays as given) by by.
+func replaceWord(s, w, by string) string {
+	word := func(b byte) bool {
+		return b == '_' || b == '-' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+	}
+	var out strings.Builder
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case quoted && s[i] == '\\' && i+1 < len(s):
+			out.WriteString(s[i : i+2])
+			i++
+			continue
+		case s[i] == '"':
+			quoted = !quoted
+		case !quoted && strings.HasPrefix(s[i:], w) && (i == 0 || !word(s[i-1])) && (i+len(w) == len(s) || !word(s[i+len(w)])):
+			out.WriteString(by)
+			i += len(w) - 1
+			continue
+		}
+		out.WriteByte(s[i])
+	}
+	return out.String()
 }
 
 func (e *Error) with(hints ...Hint) *Error {

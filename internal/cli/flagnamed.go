@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -11,22 +10,19 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
-// flagNamed names the command's flag in an operation's error about one
-// request field (--error-class for error_class), as the person typed it.
-// Other errors, and fields the command takes as arguments rather than
-// flags, pass unchanged.
+// flagNamed names the command's flags in an operation's error about
+// request fields (--error-class for error_class, at its start or where its
+// words name one: "drop --expect, or --dry-run"), as the person types
+// them. Other errors, and fields the command takes as arguments rather
+// than flags, pass unchanged.
 func flagNamed(cmd *cobra.Command, err error) error {
-	var oe *ops.Error
-	if cmd == nil || !errors.As(err, &oe) || oe.Field == "" || !strings.HasPrefix(oe.Msg, oe.Field+" ") {
+	if cmd == nil {
 		return err
 	}
-	flag := strings.ReplaceAll(oe.Field, "_", "-")
-	if cmd.Flags().Lookup(flag) == nil {
-		return err
-	}
-	named := *oe
-	named.Msg = "--" + flag + strings.TrimPrefix(oe.Msg, oe.Field)
-	return &named
+	return ops.NameFields(err, func(field string) (string, bool) {
+		flag := flagName(field)
+		return "--" + flag, cmd.Flags().Lookup(flag) != nil
+	})
 }
 
 // onceFlags makes every flag of cmd and its subcommands that takes one

@@ -474,12 +474,7 @@ func check(cmd *cobra.Command, req any) error {
 	if !ok {
 		return nil
 	}
-	err := c.Check()
-	var e *ops.Error
-	if errors.As(err, &e) && e.Field != "" && cmd.Flags().Lookup(flagName(e.Field)) != nil {
-		return flagWords(err, e.Field)
-	}
-	return err
+	return flagNamed(cmd, c.Check())
 }
 
 // flagWords names the request field an operation's error starts with,
