@@ -49,7 +49,8 @@ func CheckQueueName(name string) error {
 }
 
 // checkWorkQueue checks the name of a work queue, which a DLQ's is not,
-// naming the queues there are as the next step.
+// or of one of its priority levels, naming the queues there are as the
+// next step.
 func checkWorkQueue(name string) error {
 	if base, ok := strings.CutSuffix(name, store.DLQSuffix); ok && store.ValidateQueueName(base) == nil {
 		// Without a database, whether the DLQ exists is not known: the
@@ -58,6 +59,11 @@ func checkWorkQueue(name string) error {
 			with(hint(OpQueueStats, "lists the queues there are, each with its DLQ"), hint(OpDLQSummary, "its dead messages by cause, if it exists", "queue", base))
 		e.dlq = name
 		return e
+	}
+	if store.IsLevelName(name) {
+		// A priority level of a queue as long as a name may be is longer
+		// by its suffix (_p9), and its tables fit all the same.
+		return checkText("queue", name)
 	}
 	return checkWorkQueueName(name, hint(OpQueueStats, "lists the queues there are"))
 }

@@ -29,6 +29,16 @@ func ValidateQueueName(name string) error {
 	return nil
 }
 
+// IsLevelName reports whether name has the form of a priority level's
+// name, base_p<N>, of a name base a queue can be given and a level N a
+// queue can have: longer than such a queue's name by its suffix, and
+// still within PGMQ's limit. Whether the queue has that level only the
+// database tells (LevelOf).
+func IsLevelName(name string) bool {
+	base, _, ok := splitLevel(name)
+	return ok && ValidateQueueName(base) == nil
+}
+
 // ValidatePhysicalName checks the name of any PGMQ queue, a DLQ or priority
 // sub-queue included.
 func ValidatePhysicalName(name string) error {
