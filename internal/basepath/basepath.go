@@ -21,7 +21,7 @@ func Clean(p string) (string, error) {
 		return "", nil
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("base path %q %s; give the path the reverse proxy forwards, such as /pgbus (or leave it empty to serve at /)", clip(p), why)
+		return fmt.Errorf("base path %q %s; give the path the reverse proxy forwards, such as /pgbus (or leave it out to serve at /)", clip(p), why)
 	}
 	if len(p) > MaxLen {
 		return "", bad(fmt.Sprintf("is %d bytes long, more than %d", len(p), MaxLen))

@@ -100,7 +100,7 @@ const (
 func (a *app) addGlobalFlags(root *cobra.Command) {
 	f := root.PersistentFlags()
 	f.StringVar(&a.configPath, "config", "", "configuration file, YAML (env "+EnvConfig+"); see pgbus help config")
-	f.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL URL (env "+EnvDatabaseURL+", or a file named by "+EnvDatabaseURL+fileSuffix+"; config database_url); empty starts the embedded PostgreSQL")
+	f.StringVar(&a.databaseURL, "database-url", "", "PostgreSQL URL (env "+EnvDatabaseURL+", or a file named by "+EnvDatabaseURL+fileSuffix+"; config database_url); leave it out, with none of those set, to start the embedded PostgreSQL")
 	f.StringVar(&a.dataDir, "data-dir", "", "embedded PostgreSQL data directory (env "+EnvDataDir+", config data_dir; default "+embedpg.DefaultDataDir()+")")
 	f.BoolVar(&a.noEmbedded, "no-embedded", false, "never start the embedded PostgreSQL: without a database URL, stop with an error (env "+EnvNoEmbedded+"=1, config no_embedded)")
 	f.StringVar(&a.logFormat, "log-format", "auto", "log format on stderr: auto (text on a terminal, else JSON), text or json (env "+EnvLogFormat+", config log_format)")

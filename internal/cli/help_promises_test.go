@@ -198,3 +198,33 @@ func TestEveryCommandHasExamplesAndLongHelp(t *testing.T) {
 		}
 	}
 }
+
+// A flag given empty is refused (exit 2), so no help page or refusal
+// offers an empty value for what leaving the flag out does: the embedded
+// PostgreSQL without --database-url, the dashboard at / without
+// --base-path.
+func TestNoHelpOffersEmptyValues(t *testing.T) {
+	t.Parallel()
+	dead := "DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
+	for _, args := range [][]string{{"health", "--database-url", ""}, {"dashboard", "--base-path", ""}} {
+		if r := usageRun(t, []string{dead}, args...); r.code != 2 || !strings.Contains(r.stderr, "leave the flag out") {
+			t.Errorf("pgbus %q: exit %d, %q; want exit 2 saying to leave the flag out", args, r.code, r.stderr)
+		}
+	}
+	empty := regexp.MustCompile(`(?i)\bempty (starts|serves|uses|means)|leave (it|the flag) empty`)
+	said := false
+	for _, p := range defaultHelpPages(t) {
+		text := strings.Join(strings.Fields(p.stdout), " ")
+		if m := empty.FindString(text); m != "" {
+			t.Errorf("pgbus %s --help says %q, though an empty value is refused", p.name(), m)
+		}
+		said = said || strings.Contains(text, "leave it out, with none of those set, to start the embedded PostgreSQL")
+	}
+	if !said {
+		t.Error("no help page says that --database-url left out starts the embedded PostgreSQL")
+	}
+	r := usageRun(t, []string{dead}, "dashboard", "--base-path", "pgbus")
+	if r.code != 2 || empty.MatchString(r.stderr) || !strings.Contains(r.stderr, "leave it out to serve at /") {
+		t.Errorf("dashboard --base-path pgbus: exit %d, %q; want exit 2 saying to leave it out to serve at /", r.code, r.stderr)
+	}
+}
