@@ -319,7 +319,13 @@ func restoreNext(r DLQRestore, req DLQRestoreRequest, ids []int64) []Hint {
 	var next []Hint
 	switch {
 	case r.DryRun && r.Restored > 0:
-		next = append(next, hint(OpDLQRestore, "the same call, not as a dry run, restores them", "queue", req.Queue, "ids", ids))
+		// As after a retry's dry run by ids: only the ids that would be
+		// restored, since the others would fail the real call again.
+		why := "the same call, not as a dry run, restores them"
+		if r.Restored < len(ids) {
+			why = "the same call, for the ids that would be restored, not as a dry run, restores them"
+		}
+		next = append(next, hint(OpDLQRestore, why, "queue", req.Queue, "ids", wouldMove(ids, r.Outcomes, OutcomeWouldRestore)))
 	case r.Restored > 0:
 		next = append(next, hint(OpDLQList, "the restored messages are dead again, to retry or discard", "queue", req.Queue))
 	}

@@ -53,6 +53,21 @@ func TestDLQRestoreUndoesDiscard(t *testing.T) {
 	if err != nil || dry.Restored != 2 || dry.Outcomes[0].Outcome != ops.OutcomeWouldRestore || inDLQ(t, s, q, ids[0]) {
 		t.Fatalf("dry run = %+v, %v", dry, err)
 	}
+	// A dry run with ids that would not be restored names, as its next
+	// step, the restore of those that would: the others would fail again.
+	dry, err = svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: q, IDs: []int64{ids[0], ids[2], ids[1], ids[3]}, DryRun: true})
+	if err != nil || dry.Restored != 2 || dry.NotFound != 1 || dry.Refused != 1 {
+		t.Fatalf("dry run with a purged id and a retry's original = %+v, %v", dry, err)
+	}
+	var real []ops.Hint
+	for _, h := range dry.Next {
+		if h.Op == ops.OpDLQRestore {
+			real = append(real, h)
+		}
+	}
+	if len(real) != 1 || !slices.Equal(real[0].Args["ids"].([]int64), ids[:2]) || real[0].Args["dry_run"] != nil || !strings.Contains(real[0].Why, "would be restored") {
+		t.Fatalf("dry run's next steps %+v; want one restore of %v alone, not as a dry run, saying they are those that would be restored", dry.Next, ids[:2])
+	}
 	res, err := svc.DLQRestore(ctx, ops.DLQRestoreRequest{Queue: q, IDs: []int64{ids[0], ids[1], ids[2], ids[3]}})
 	if err != nil || res.Restored != 2 || res.NotFound != 1 || res.Refused != 1 || res.OK() {
 		t.Fatalf("restore = %+v, %v", res, err)
