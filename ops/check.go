@@ -149,6 +149,12 @@ func ParseDeadline(s string) (at time.Time, in time.Duration, err error) {
 		return t, 0, nil
 	}
 	d, err := ParseAge(s)
+	if err == nil && d == 0 {
+		return time.Time{}, 0, fieldf("deadline", "%q has passed by the time a worker reads the message: it could never run, and would be dead-lettered as deadline_exceeded; give a duration from now such as 10m, 24h or 7d, or none", s)
+	}
+	if ago, err := ParseAge(strings.TrimPrefix(s, "-")); err == nil && ago > 0 && strings.HasPrefix(s, "-") {
+		return time.Time{}, 0, fieldf("deadline", "%q has passed (it is %s before now): the message could never run, and would be dead-lettered as deadline_exceeded; give a duration from now such as 10m, 24h or 7d, or none", s, FormatAge(ago))
+	}
 	if err != nil || d <= 0 {
 		return time.Time{}, 0, fieldf("deadline", "%q is not a time: give an RFC 3339 time (2026-11-29T20:00:00Z), a date (2026-11-29, midnight UTC) or a duration from now such as 10m, 24h or 7d", clip(s, 60))
 	}

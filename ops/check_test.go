@@ -166,7 +166,17 @@ func TestParseDeadline(t *testing.T) {
 			t.Errorf("ParseDeadline(%q) = %v, %v; want it refused as in the past", first, at, err)
 		}
 	}
-	for _, bad := range []string{"", "tomorrow", "-5m", "0s", "12/01/2026", "9999999999d"} {
+	// A duration of zero or less is a deadline that has passed by the
+	// time the message is read: refused as a past date is.
+	for _, past := range []string{"0s", "0", "0d", "-5m", "-1d"} {
+		_, _, err := ops.ParseDeadline(past)
+		var oe *ops.Error
+		if !errors.As(err, &oe) || oe.Field != "deadline" || !errors.Is(err, ops.ErrInvalid) || !strings.HasPrefix(oe.Msg, `deadline "`+past+`"`) ||
+			!strings.Contains(oe.Msg, "has passed") || !strings.Contains(oe.Msg, "could never run") || strings.Contains(oe.Msg, "not a time") {
+			t.Errorf("ParseDeadline(%q): %v; want it refused as a deadline that has passed", past, err)
+		}
+	}
+	for _, bad := range []string{"", "tomorrow", "12/01/2026", "9999999999d"} {
 		_, _, err := ops.ParseDeadline(bad)
 		var oe *ops.Error
 		if !errors.As(err, &oe) || oe.Field != "deadline" || !strings.Contains(oe.Msg, "RFC 3339") {

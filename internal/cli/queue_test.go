@@ -259,6 +259,9 @@ func TestSend(t *testing.T) {
 	if msg := d.fails(t, 2, "send", "orders", "{}", "--deadline", "tomorrow"); !strings.Contains(msg, `--deadline "tomorrow" is not a time: give an RFC 3339 time`) {
 		t.Fatalf("--deadline tomorrow: %q", msg)
 	}
+	if msg := d.fails(t, 2, "send", "orders", "{}", "--deadline", "0s"); !strings.Contains(msg, `--deadline "0s" has passed`) || !strings.Contains(msg, "could never run") {
+		t.Fatalf("--deadline 0s: %q; want it refused as a deadline that has passed", msg)
+	}
 	if n := d.count(t, `SELECT count(*) FROM pgbus.audit_log WHERE client = 'cli' AND tool = 'send'`); n != 8 {
 		t.Fatalf("%d send entries in the audit log, want 8", n)
 	}
