@@ -131,8 +131,9 @@ func (r SendRequest) Check() error {
 }
 
 // ParseDeadline reads when a message stops being worth running: an RFC
-// 3339 time (in any spelling ParseTime takes) or a date (midnight UTC), returned as at, or a duration from
-// now (30m, 2h, 7d), returned as in: SendRequest.Deadline or DeadlineIn.
+// 3339 time (in any spelling ParseTime takes) or a date (midnight UTC),
+// returned as at, or a duration from now (30m, 2h, 7d), returned as in:
+// SendRequest.Deadline or DeadlineIn.
 func ParseDeadline(s string) (at time.Time, in time.Duration, err error) {
 	s = strings.TrimSpace(s)
 	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
