@@ -88,3 +88,14 @@ func TestHintCommandsCarryServerFlags(t *testing.T) {
 		t.Fatalf("commands %+v, want pgbus migrate with the server's --config", cmds)
 	}
 }
+
+// A next step to the summary broken down by a safe payload field links
+// the groups page without the field, which the page does not break groups
+// down by, and its words promise no breakdown either.
+func TestSummaryHintByFieldLinksTheGroups(t *testing.T) {
+	t.Parallel()
+	got := hintLinks([]ops.Hint{{Op: ops.OpDLQSummary, Why: "groups them by cause", Args: map[string]any{"queue": "orders", "by_field": "tenant"}}})
+	if want := (link{"/dlq?queue=orders", "Groups them by cause"}); len(got) != 1 || got[0] != want {
+		t.Errorf("links %+v, want %+v", got, want)
+	}
+}

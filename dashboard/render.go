@@ -393,7 +393,8 @@ func hintLinks(hints []ops.Hint) []link {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			if k == "dry_run" || k == "expect" || strings.HasPrefix(p, "/queues/") && (k == "queue" || k == "limit") {
+			// The groups page breaks no group down by a payload field.
+			if k == "dry_run" || k == "expect" || k == "by_field" || strings.HasPrefix(p, "/queues/") && (k == "queue" || k == "limit") {
 				continue
 			}
 			if ids, ok := h.Args[k].([]int64); ok && k == "ids" {

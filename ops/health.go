@@ -850,18 +850,14 @@ func (h *Health) count(code string) int {
 
 // summaryHint is the next step to the summary of queue's dead letters
 // ("" for every queue's), why being what it does: with safe fields, each
-// group broken down by the first of them, naming the others, as the
-// summary's by_field argument each front end words.
+// group broken down by the first of them, its by_field argument, which
+// each front end words (a front end without the breakdown leaves it out,
+// so why does not promise it).
 func (s *Service) summaryHint(why, queue string) Hint {
-	f := s.opts.SafeFields
-	if len(f) == 0 {
-		return hint(OpDLQSummary, why, "queue", queue)
+	if f := s.opts.SafeFields; len(f) > 0 {
+		return hint(OpDLQSummary, why, "queue", queue, "by_field", f[0])
 	}
-	why += ", each group broken down by " + f[0] + ", a payload field safe to show"
-	if len(f) > 1 {
-		why += " (so are " + strings.Join(f[1:], ", ") + ")"
-	}
-	return hint(OpDLQSummary, why, "queue", queue, "by_field", f[0])
+	return hint(OpDLQSummary, why, "queue", queue)
 }
 
 func (h *Health) add(status, code, queue, msg string, next ...Hint) {
