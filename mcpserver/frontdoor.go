@@ -30,6 +30,8 @@ import (
 
 // frontDoor answers the messages pgbus refuses before mcp-go serves them.
 type frontDoor struct {
+	// s is the server, whose resources a subscription may name.
+	s *server.MCPServer
 	// each says how the transport takes requests one by one (eachPOST,
 	// eachLine), for the refusal of a batch.
 	each string
@@ -135,7 +137,8 @@ func invalidParams(id mcp.RequestId, msg string) mcp.JSONRPCMessage {
 
 // checkSubscription refuses a subscription of a client of a protocol with
 // resources/subscribe to a URI that names no resource pgbus updates
-// (pgbus://queues and pgbus://queues/{queue}/stats): no update could ever
+// (pgbus://queues and pgbus://queues/{queue}/stats) and no other resource
+// the server has (a test's fixture, say): no update could ever
 // come for it, and mcp-go takes any URI. It looks at the URI alone, with
 // no read of the database: a check that read would hold the stdio
 // transport's next messages while the database is slow, and refuse a
@@ -155,8 +158,8 @@ func (d frontDoor) checkSubscription(msg frontMessage) mcp.JSONRPCMessage {
 		return nil // no resources/subscribe: mcp-go says so
 	}
 	uri := params.URI
-	if uri == resources.URIQueues {
-		return nil
+	if _, ok := d.s.ListResources()[uri]; ok || uri == resources.URIQueues {
+		return nil // a resource of the server's, pgbus's or another's
 	}
 	queue, stats := strings.CutSuffix(strings.TrimPrefix(uri, "pgbus://queues/"), "/stats")
 	if strings.HasPrefix(uri, "pgbus://queues/") && stats && queue != "" && !strings.Contains(queue, "/") {

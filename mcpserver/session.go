@@ -584,7 +584,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 		opts = append(opts, server.WithStreamableHTTPCORS(server.WithCORSAllowedOrigins(cors...)))
 	}
 	h := server.NewStreamableHTTPServer(s, opts...)
-	ids.door = frontDoor{each: eachPOST}
+	ids.door = frontDoor{s: s, each: eachPOST}
 	ids.end = func(id string) { endSession(h, id) }
 	return checkMedia(cfg.Logger, cfg.TrustedProxies, ids.guard(trackWrites(h, events))), func(ctx context.Context) {
 		_ = h.Shutdown(ctx)

@@ -30,7 +30,7 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	ctx = ops.WithCaller(ctx, ops.Caller{Transport: ops.TransportStdio})
 	// pgbus answers some messages itself (frontDoor), on the same output.
 	lines := &lineWriter{w: out}
-	err := stdio.Listen(ctx, newStdioDoor(ctx, frontDoor{each: eachLine}, in, lines), lines)
+	err := stdio.Listen(ctx, newStdioDoor(ctx, frontDoor{s: s, each: eachLine}, in, lines), lines)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return nil
 	}
