@@ -852,9 +852,10 @@ func (h *Health) count(code string) int {
 // ("" for every queue's), why being what it does: with safe fields, each
 // group broken down by the first of them, its by_field argument, which
 // each front end words (a front end without the breakdown leaves it out,
-// so why does not promise it).
+// so why does not promise it, and names the fields there are).
 func (s *Service) summaryHint(why, queue string) Hint {
 	if f := s.opts.SafeFields; len(f) > 0 {
+		why += "; the payload fields safe to show, which groups can be broken down by: " + strings.Join(f, ", ")
 		return hint(OpDLQSummary, why, "queue", queue, "by_field", f[0])
 	}
 	return hint(OpDLQSummary, why, "queue", queue)
