@@ -51,6 +51,14 @@ func TestCallWaitingForALockSaysWhoHoldsIt(t *testing.T) {
 	}
 
 	lock.Release()
+	// The sessions of the calls given up, whose connections were closed,
+	// run their statements once the lock goes, until they find their
+	// client gone: the retry after them would wait for their rows, within
+	// its 1s bound, on a busy machine.
+	pgtest.Eventually(t, time.Minute, "the given-up calls' sessions to end", func() bool {
+		return pgtest.Int(t, s, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE '%_dlq%'`) == 0
+	})
 	if _, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}}); err != nil {
 		t.Fatalf("the bulk retry once the lock went: %v", err)
 	}
