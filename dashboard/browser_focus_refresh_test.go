@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"strings"
-
 	"testing"
 
 	"github.com/chromedp/chromedp"
