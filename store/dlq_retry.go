@@ -224,7 +224,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 					return err
 				}
 			}
-			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil, tc, opts.ClearDeadline)
+			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil, tc, opts.ClearDeadline, true)
 			if err != nil {
 				return err
 			}
@@ -334,6 +334,7 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 	}
 	if !opts.DryRun {
 		gaveUp := s.retryParallel(ctx, refs, out, places, opts)
+		s.notifyMoved(ctx, out)
 		err := ctx.Err()
 		if err == nil {
 			err = gaveUp
@@ -365,6 +366,25 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		rep.movedRef(r, RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
 	}
 	return nil
+}
+
+// notifyMoved wakes the workers of each queue a message of out moved to,
+// once per queue, after the moves committed (see deadRetrySQL). It goes on
+// from a cancelled ctx, for a moment, since the moves stay; a notification
+// that fails costs its workers only the wait to their next poll.
+func (s *Store) notifyMoved(ctx context.Context, out []deadRetryOutcome) {
+	var queues []string
+	for _, o := range out {
+		if o.err == nil && o.newID != 0 && !slices.Contains(queues, o.target) {
+			queues = append(queues, o.target)
+		}
+	}
+	if len(queues) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), moveGrace)
+	defer cancel()
+	_, _ = s.db.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', q) FROM unnest($1::text[]) AS q`, queues)
 }
 
 // untried tells whether retryParallel left a message alone: no error kept
@@ -459,9 +479,7 @@ func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string,
 
 // lockTries is how many times one message's move is run while it waits
 // longer than lock_timeout for a lock. Such a lock is often held a moment
-// only: another move's row, or the lock every transaction that notified
-// takes at its commit, which the parallel moves of one call wait for in
-// turn under a low lock_timeout.
+// only: another move's row, or an idempotency key's.
 const lockTries = 5
 
 // lockWaitedOut reports whether err, the failure of the try-th run of a
@@ -586,9 +604,9 @@ func deadRetryTarget(r deadRef, p retryPlaces) string {
 // is what keeps the key with a send that came first.
 func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts RetryOptions, tc *TraceContext) (int64, error) {
 	if !r.keyed {
-		return deadRetryOne(ctx, s.db, r, target, opts.Payload, tc, opts.ClearDeadline)
+		return deadRetryOne(ctx, s.db, r, target, opts.Payload, tc, opts.ClearDeadline, false)
 	}
-	sql, args := deadRetrySQL(r, target, opts.Payload, tc, opts.ClearDeadline)
+	sql, args := deadRetrySQL(r, target, opts.Payload, tc, opts.ClearDeadline, false)
 	run := func(ctx context.Context) (int64, error) {
 		b := &pgx.Batch{}
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
@@ -653,9 +671,10 @@ func lockDeadKey(ctx context.Context, tx pgx.Tx, r deadRef, target string) error
 // deadRetryOne moves one message out of its DLQ in one statement, so it is
 // either back in target or still in the DLQ, never both: the delete finds
 // nothing when another retry took the message first. q is the pool, or
-// the transaction of a guarded retry.
-func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline bool) (int64, error) {
-	sql, args := deadRetrySQL(r, target, payload, tc, clearDeadline)
+// the transaction of a guarded retry. With notify, the statement wakes
+// target's workers itself (see deadRetrySQL).
+func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline, notify bool) (int64, error) {
+	sql, args := deadRetrySQL(r, target, payload, tc, clearDeadline, notify)
 	var id int64
 	return id, retriedOrWhy(q.QueryRow(ctx, sql, args...).Scan(&id), r, target)
 }
@@ -738,8 +757,14 @@ func sqlDeadRetryKey(target string) string {
 // original row also goes to the DLQ's archive, whole, and the history notes
 // where. With a trace context, it replaces the one the headers carry (when
 // they are an object). Parameters: $1 id, $2 payload, $3 target, $4 dlq,
-// [$5 note], [traceparent, tracestate].
-func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline bool) (string, []any) {
+// [$5 note], [traceparent, tracestate]. With notify, it also wakes
+// target's workers: for a guarded retry, whose one transaction folds the
+// notifications of its moves into one per queue. The moves of an
+// unguarded retry, each its own transaction, leave that to notifyMoved,
+// once for their batch: a notification at each commit would take, for
+// each, the lock every notifying transaction of the cluster takes at its
+// commit, in turn.
+func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline, notify bool) (string, []any) {
 	var p any
 	if len(payload) > 0 {
 		p = string(payload)
@@ -811,7 +836,10 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	if !r.visibleAt.IsZero() {
 		args = append(args, r.visibleAt)
 	}
-	sql += ` SELECT ins.msg_id FROM ins, (SELECT pg_notify('` + notifyChannel + `', $3::text)) AS n`
+	sql += ` SELECT ins.msg_id FROM ins`
+	if notify {
+		sql += `, (SELECT pg_notify('` + notifyChannel + `', $3::text)) AS n`
+	}
 	return sql, args
 }
 
