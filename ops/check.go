@@ -75,7 +75,7 @@ func checkWorkQueueName(name string, hints ...Hint) error {
 		return err
 	}
 	if name == "" {
-		return invalidf("queue is required: give the queue's name").with(hints...)
+		return fieldf("queue", "is required: give the queue's name").with(hints...)
 	}
 	return explain(store.ValidateQueueName(name), hints...)
 }

@@ -42,7 +42,7 @@ func TestRequestsCheckThemselves(t *testing.T) {
 		{"retry: too many ids", ops.DLQRetryRequest{IDs: manyIDs(ops.MaxIDs + 1), Filter: ops.DeadFilter{Queue: "orders"}}.Check, "", "101 ids given; at most 100"},
 		{"retry: id 0", ops.DLQRetryRequest{IDs: []int64{0}}.Check, "", "0 is not a message id"},
 		{"retry: ids and a filter", ops.DLQRetryRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Kind: "k"}}.Check, "", "not both"},
-		{"retry: ids and a limit", ops.DLQRetryRequest{IDs: []int64{1}, Limit: 5}.Check, "", "a limit applies to a filter"},
+		{"retry: ids and a limit", ops.DLQRetryRequest{IDs: []int64{1}, Limit: 5}.Check, "", "limit applies to a filter"},
 		{"retry: ids and expect", ops.DLQRetryRequest{IDs: []int64{1}, Expect: "1"}.Check, "", "expect applies to a call by filter"},
 		{"retry: ids of a bad queue", ops.DLQRetryRequest{IDs: []int64{1}, Filter: ops.DeadFilter{Queue: "Orders"}}.Check, "", "lowercase"},
 		{"retry: payload not JSON", ops.DLQRetryRequest{IDs: []int64{1}, Payload: json.RawMessage(`{`)}.Check, "", "not valid JSON"},

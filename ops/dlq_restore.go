@@ -55,8 +55,15 @@ func (r DLQDiscardedRequest) Check() error {
 			with(hint(OpQueueStats, "lists the queues there are"))
 	}
 	f := r.Filter
-	if f.Reason != "" || f.Text != "" || f.Group != "" {
-		return invalidf("the discarded messages are selected by queue, kind, error class, since and until only: drop reason, text and group")
+	var drop []string
+	for _, kv := range [][2]string{{"reason", f.Reason}, {"text", f.Text}, {"group", f.Group}} {
+		if kv[1] != "" {
+			drop = append(drop, kv[0])
+		}
+	}
+	if len(drop) > 0 {
+		return invalidf("the discarded messages are selected by queue, kind, error_class, since and until only: drop %s", andList(drop)).
+			naming(append([]string{"queue", "kind", "error_class", "since", "until"}, drop...)...)
 	}
 	if _, err := pageLimit(OpDLQDiscarded, r.Limit); err != nil {
 		return err

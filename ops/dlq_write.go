@@ -294,7 +294,7 @@ func errNothingSelected() *Error {
 
 // errExpectWithIDs refuses expect on a call by ids, which handles every id
 // given and nothing else anyway.
-var errExpectWithIDs = invalidf("expect applies to a call by filter; a call by ids handles exactly the ids given: drop expect")
+var errExpectWithIDs = fieldf("expect", "applies to a call by filter; a call by ids handles exactly the ids given: drop expect").naming("expect")
 
 // retryIDs is DLQRetry by ids, of a request checked already.
 func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.RetryOptions) (DLQRetry, error) {
@@ -419,10 +419,10 @@ func (r *DLQRetry) count(o IDOutcome) {
 // ids without repeats.
 func checkByIDs(f DeadFilter, limit int, ids []int64) ([]int64, error) {
 	if !f.OnlyQueue() {
-		return nil, invalidf("give either ids (with their queue at most) or a filter, not both: drop %s, or drop the ids", andList(f.given()))
+		return nil, invalidf("give either ids (with their queue at most) or a filter, not both: drop %s, or drop the ids", andList(f.given())).naming(f.given()...)
 	}
 	if limit != 0 {
-		return nil, invalidf("a limit applies to a filter; with ids every id given is handled: drop the limit")
+		return nil, fieldf("limit", "applies to a filter; with ids every id given is handled: drop limit").naming("limit")
 	}
 	ids, err := checkIDs(ids)
 	if err != nil {
@@ -1097,7 +1097,7 @@ func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter, given DeadFi
 		more = fmt.Sprintf(" and %d more", len(dlqs)-len(named))
 	}
 	e := invalidf("group %s names a group in each of %d DLQs (%s%s), and a move by group moves one: give queue as well, to say which",
-		f.Group, len(dlqs), strings.Join(named, ", "), more)
+		f.Group, len(dlqs), strings.Join(named, ", "), more).naming("queue")
 	for _, d := range named {
 		e.with(hint(OpDLQList, "lists the group's messages in "+d, "queue", d, "group", f.Group))
 	}
@@ -1141,9 +1141,8 @@ func (s *Service) groupScope(ctx context.Context, f store.DeadFilter) (gone bool
 	}
 	slices.Sort(dlqs)
 	named := dlqs[:min(len(dlqs), ambiguousNamed)]
-	e := invalidf("group %s is a group of %s, not of %s: give the queue of its DLQ, or leave queue out",
-		f.Group, strings.Join(named, ", "), dlq)
-	e.Field = "group"
+	e := fieldf("group", "%s is a group of %s, not of %s: set queue to that of its DLQ, or leave queue out",
+		f.Group, strings.Join(named, ", "), dlq).naming("queue")
 	for _, d := range named {
 		e.with(hint(OpDLQList, "lists the group's messages in "+d, "queue", baseQueue(d), "group", f.Group))
 	}

@@ -93,23 +93,21 @@ func readExpect(op, expect string, dryRun bool, queue string, redry func(why str
 	case expect == "":
 		return "", nil, nil
 	case dryRun:
-		e := invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run")
-		e.Names = []string{"expect", "dry_run"}
-		return "", nil, e
+		return "", nil, invalidf("a dry run moves nothing, so it takes no expect: drop expect, or dry_run").naming("expect", "dry_run")
 	case strings.Trim(expect, "0123456789,+ ") != "": // not ids (signed ones are refused below)
 		return expect, nil, explain(store.CheckDeadSetToken(expect), redry("shows what is selected now, with its expect"))
 	case queue == "":
-		return "", nil, invalidf("expect given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run")
+		return "", nil, fieldf("expect", "given as ids needs queue, since an id names a message only within one DLQ: add queue, or pass the expect of a dry run").naming("queue")
 	}
 	for w := range strings.FieldsFuncSeq(expect, func(r rune) bool { return r == ',' || r == ' ' }) {
 		id, err := ParseID(w)
 		if err != nil {
-			return "", nil, invalidf("expect %q is not an id: give message ids (msg_id in the DLQ list) separated by commas, each %s", clip(w, 30), IDForm)
+			return "", nil, fieldf("expect", "%q is not an id: give message ids (msg_id in the DLQ list) separated by commas, each %s", clip(w, 30), IDForm)
 		}
 		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
-		return "", nil, invalidf("expect holds no id: give the expect of a dry run, or message ids separated by commas")
+		return "", nil, fieldf("expect", "holds no id: give the expect of a dry run, or message ids separated by commas")
 	}
 	return "", ids, nil
 }

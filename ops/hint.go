@@ -226,6 +226,12 @@ func replaceWord(s, w, by string) string {
 	return out.String()
 }
 
+// naming marks fields as request fields e's words name (Names).
+func (e *Error) naming(fields ...string) *Error {
+	e.Names = append(e.Names, fields...)
+	return e
+}
+
 func (e *Error) with(hints ...Hint) *Error {
 	e.Hints = append(e.Hints, hints...)
 	return e

@@ -157,7 +157,7 @@ func TestRetryAndDiscardByFilter(t *testing.T) {
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{}, "pass ids, or filters")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"limit": 5}, "pass ids, or filters")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": []int64{1}, "kind": "x"}, "not both")
-	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": []int64{1}, "queue": q, "limit": 3}, "drop the limit")
+	e.callErr(t, "pgbus_dlq_retry", map[string]any{"ids": []int64{1}, "queue": q, "limit": 3}, "limit applies to a filter; with ids every id given is handled: drop limit")
 	e.callErr(t, "pgbus_dlq_retry", map[string]any{"queue": q, "limit": 5000}, "out of range")
 
 	// A client that asks for progress gets it.

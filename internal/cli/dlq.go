@@ -444,8 +444,8 @@ pgbus_dlq_discard.`,
 			fs := cmd.Flags()
 			narrows := changed(fs, "kind", "error-class", "reason", "since", "until", "text", "group")
 			switch {
-			case len(ids) > 0 && (narrows || all):
-				return usageError{errors.New("give ids or filters, not both")}
+			case len(ids) > 0 && all:
+				return usageError{errors.New("give ids or --all, not both: drop --all, or drop the ids")}
 			case len(ids) == 0 && !narrows && !all && ff.f.Queue == "":
 				return usageError{errors.New("nothing selected: give ids, filters (such as --queue or --error-class), or --all for every dead message")}
 			case len(ids) == 0 && !narrows && !all && !changed(fs, "limit", "expect"):
@@ -453,10 +453,6 @@ pgbus_dlq_discard.`,
 				// without -r) must not become the whole DLQ; a limit or
 				// an expect, which ids refuse, says a filter is meant.
 				return usageError{errors.New("no ids, and --queue alone: that would discard every dead message of the queue's DLQ; give ids, a filter that narrows (such as --error-class or --reason), or add --all (or the --limit to discard) to discard them")}
-			case distinct(ids) > 1 && !yes && !dryRun:
-				dry := ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: ff.f.Queue}, DryRun: true}
-				return usageError{&ops.Error{Msg: fmt.Sprintf("refusing to discard %d dead messages without --yes; check them with a dry run, then pass --yes", distinct(ids)),
-					Hints: []ops.Hint{dry.Hint("shows what it would discard")}}}
 			}
 			f, err := ff.filter()
 			if err != nil {
@@ -469,9 +465,15 @@ pgbus_dlq_discard.`,
 			if len(ids) == 0 || cmd.Flags().Changed("limit") {
 				req.Limit = limit // with ids, refused: every id given is handled
 			}
-			// Before the refusal, which opens the database to count.
+			// Before the refusals, the one by filter opening the database
+			// to count.
 			if err := check(cmd, req); err != nil {
 				return err
+			}
+			if distinct(ids) > 1 && !yes && !dryRun {
+				dry := ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: ff.f.Queue}, DryRun: true}
+				return usageError{&ops.Error{Msg: fmt.Sprintf("refusing to discard %d dead messages without --yes; check them with a dry run, then pass --yes", distinct(ids)),
+					Hints: []ops.Hint{dry.Hint("shows what it would discard")}}}
 			}
 			if len(ids) == 0 && !dryRun {
 				if !yes {
