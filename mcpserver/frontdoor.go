@@ -74,8 +74,11 @@ func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
 		if err := resources.CheckRead(ctx, nil, json.RawMessage(raw)); err != nil {
 			return invalidParams(id, err.Error())
 		}
-		if method == mcp.MethodResourcesSubscribe {
+		switch method {
+		case mcp.MethodResourcesSubscribe:
 			return d.checkSubscription(msg)
+		case mcp.MethodResourcesRead:
+			return checkReadForm(id, msg)
 		}
 	case mcp.MethodInitialize:
 		// Params mcp-go cannot read, in mcp-go's words, as invalid
@@ -172,6 +175,47 @@ func (d frontDoor) checkSubscription(msg frontMessage) mcp.JSONRPCMessage {
 		return invalidParams(id, unknownResource(uri))
 	}
 	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.RESOURCE_NOT_FOUND, unknownResource(uri), nil)}
+}
+
+// checkReadForm refuses a read of a pgbus: URI of none of pgbus's forms
+// (pgbusForm), in words that name them: mcp-go's own answer names no
+// resource there is. It answers as a missing resource is answered, as
+// resource not found (-32002), or, to a client of protocol 2026-07-28 or
+// later, invalid params (-32602). Other URIs, which another server's
+// resources may match, are mcp-go's.
+func checkReadForm(id mcp.RequestId, msg frontMessage) mcp.JSONRPCMessage {
+	var params struct {
+		URI  string         `json:"uri"`
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(msg.Params, &params) != nil || !strings.HasPrefix(params.URI, "pgbus:") || pgbusForm(params.URI) {
+		return nil
+	}
+	text := fmt.Sprintf("resource %s is not one of pgbus's: read %s, %s or %s (resources/list and resources/templates/list list them)",
+		clip(params.URI), resources.URIQueues, resources.URIQueueStats, resources.URIDeadMessage)
+	if v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string); mcp.IsModernProtocol(v) {
+		return invalidParams(id, text)
+	}
+	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.RESOURCE_NOT_FOUND, text, nil)}
+}
+
+// pgbusForm reports whether uri has the form of one of pgbus's resources:
+// pgbus://queues, pgbus://queues/{queue}/stats or pgbus://dlq/{queue}/{msg_id},
+// whatever its queue and id (their read checks them).
+func pgbusForm(uri string) bool {
+	if uri == resources.URIQueues {
+		return true
+	}
+	segment := func(s string) bool { return s != "" && !strings.Contains(s, "/") }
+	if rest, ok := strings.CutPrefix(uri, "pgbus://queues/"); ok {
+		queue, stats := strings.CutSuffix(rest, "/stats")
+		return stats && segment(queue)
+	}
+	if rest, ok := strings.CutPrefix(uri, "pgbus://dlq/"); ok {
+		queue, id, two := strings.Cut(rest, "/")
+		return two && segment(queue) && segment(id)
+	}
+	return false
 }
 
 // unknownResource says a URI names no resource, and which pgbus has.

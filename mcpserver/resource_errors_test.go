@@ -48,6 +48,20 @@ func TestResourceErrorCodes(t *testing.T) {
 			t.Errorf("%s: read %s = %v; want %v", c.name, c.uri, err, c.want)
 		}
 	}
+	// A pgbus: URI of no form of pgbus's is answered as missing, in
+	// words that name the forms there are.
+	for _, uri := range []string{"pgbus://dlq/orders/42/extra", "pgbus:/queues", "pgbus://queue", "pgbus://queues/orders/stats/"} {
+		for _, c := range []struct {
+			name   string
+			client *client.Client
+			want   error
+		}{{"legacy", legacy, mcp.ErrResourceNotFound}, {"modern", modern, mcp.ErrInvalidParams}} {
+			err := read(c.client, uri)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), "is not one of pgbus's: read pgbus://queues, pgbus://queues/{queue}/stats or pgbus://dlq/{queue}/{msg_id}") {
+				t.Errorf("%s: read %s = %v; want %v naming pgbus's resources", c.name, uri, err, c.want)
+			}
+		}
+	}
 }
 
 // A URI too long is refused before the server quotes it back whole, and
