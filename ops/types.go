@@ -33,7 +33,7 @@ type QueueStats struct {
 	Priorities          int      `json:"priorities,omitempty" jsonschema_description:"The queue's priority levels (sub-queues NAME_p0, NAME_p1, ...; p0 is worked first); absent for a queue without"`
 	CountsEstimated     bool     `json:"counts_estimated,omitempty" jsonschema_description:"True when the queue's table holds more than 1,000,000 messages or 32 MB, too many to count at each read: depth and visible then come from the database's statistics, which follow sends and deletes within seconds. in_flight, waiting_retry, scheduled and the ages stay exact; absent when the counts are exact"`
 	Archived            int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
-	ArchivedEstimated   bool     `json:"archived_estimated,omitempty" jsonschema_description:"True when archived comes from the database's statistics: the archive holds more than 100,000 messages"`
+	ArchivedEstimated   bool     `json:"archived_estimated,omitempty" jsonschema_description:"True when archived comes from the database's statistics: the archive holds more than 100,000 messages, or takes more than 4,096 pages (32 MB)"`
 	TotalSent           int64    `json:"total_sent" jsonschema_description:"Messages ever sent to the queue"`
 	LastHour            Counters `json:"last_hour" jsonschema_description:"Outcomes over the last 60 minutes"`
 	ThroughputPerMinute float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`

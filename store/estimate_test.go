@@ -156,3 +156,36 @@ func TestLargeArchivesAreEstimated(t *testing.T) {
 		t.Fatalf("stats with the archive's statistics reset = %+v; want about %d archived, the planner's estimate", st, n)
 	}
 }
+
+// An archive of more pages than the exact-count bound is estimated, as a
+// queue table is, however few its rows: its rows are as wide as their
+// payloads, and counting reads every page.
+func TestArchivesOfManyPagesAreEstimated(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	const n = 2000
+	exec(t, s, `INSERT INTO pgmq."a_`+q+`" (msg_id, read_ct, enqueued_at, archived_at, vt, message)
+		SELECT g, 1, now(), now(), now(), jsonb_build_object('pad', repeat('x', 300)) FROM generate_series(1, `+strconv.Itoa(n)+`) g`)
+	pgtest.SettleRowStats(t, s, "pgmq.a_"+q)
+	stats := func() store.QueueStats {
+		t.Helper()
+		st, err := s.QueueStats(ctx, q, store.QueueStatsOptions{Archive: true})
+		if err != nil || len(st) != 1 {
+			t.Fatalf("stats = %+v, %v", st, err)
+		}
+		return st[0]
+	}
+	if st := stats(); st.ArchivedEstimated || st.Archived != n {
+		t.Fatalf("stats of an archive of %d rows within the bound = %+v; want them counted", n, st)
+	}
+	s.SetExactCountPages(10) // the archive takes about 90
+	if st := stats(); !st.ArchivedEstimated || st.Archived != n || st.Estimated {
+		t.Fatalf("stats of an archive beyond the bound of pages = %+v; want %d archived, estimated, and the queue counted", st, n)
+	}
+	s.SetExactCountPages(0)
+	if st := stats(); st.ArchivedEstimated || st.Archived != n {
+		t.Fatalf("stats with the bound restored = %+v; want %d archived, counted", st, n)
+	}
+}

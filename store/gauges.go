@@ -169,7 +169,7 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 // queue i (an index of the result) at a priority level, whose state is st.
 func (s *Store) workArm(i, level int, table string, st tableState, rd depthRead) depthArm {
 	return depthArm{queue: i, level: level, table: table, archive: rd.archive && st.archive, sent: rd.sent, hasArchive: st.archive,
-		live: s.beyondExact(st), archived: s.beyondArchiveExact(st.archived)}
+		live: s.beyondExact(st), archived: s.beyondArchiveExact(st)}
 }
 
 // queuesToRead lists the queues a depth read reads, the first work of
@@ -216,9 +216,10 @@ const ExactCountPages = 4096
 // of the queues' stats to count them. An archive only grows until
 // retention, and its count only says how much is kept: counted row by row,
 // the archives of a few dozen busy queues took a second a read (3,100,000
-// rows). A larger archive's rows are the statistics system's count, or the
-// planner's estimate (pg_class.reltuples) where the statistics system has
-// none (QueueStats.ArchivedEstimated).
+// rows). A larger archive's rows, or those of one of more pages than
+// ExactCountPages, are the statistics system's count, or the planner's
+// estimate (pg_class.reltuples) where the statistics system has none
+// (QueueStats.ArchivedEstimated).
 const ArchiveExactCountLimit = 100_000
 
 // SetExactCountLimit makes the depth reads of s count the rows of tables
@@ -229,8 +230,8 @@ const ArchiveExactCountLimit = 100_000
 func (s *Store) SetExactCountLimit(n int64) { s.exactLimit.Store(max(n, 0)) }
 
 // SetExactCountPages makes the depth reads of s count the rows of tables
-// of up to n pages, instead of ExactCountPages. n < 1 restores
-// ExactCountPages.
+// and archives of up to n pages, instead of ExactCountPages. n < 1
+// restores ExactCountPages.
 func (s *Store) SetExactCountPages(n int64) { s.exactPages.Store(max(n, 0)) }
 
 // beyondExact is the estimate of the rows of a queue table whose state is
@@ -248,11 +249,12 @@ func (s *Store) beyondExact(st tableState) int64 {
 	return 0
 }
 
-// beyondArchiveExact is beyondExact for an archive's rows n, as
-// archiveTuplesSQL estimates them.
-func (s *Store) beyondArchiveExact(n int64) int64 {
-	if n > min(cmp.Or(s.exactLimit.Load(), ExactCountLimit), ArchiveExactCountLimit) {
-		return n
+// beyondArchiveExact is beyondExact for the archive of a table whose
+// state is st: its rows as archiveTuplesSQL estimates them, at least 1.
+func (s *Store) beyondArchiveExact(st tableState) int64 {
+	if st.archived > min(cmp.Or(s.exactLimit.Load(), ExactCountLimit), ArchiveExactCountLimit) ||
+		st.archivePages > cmp.Or(s.exactPages.Load(), ExactCountPages) {
+		return max(st.archived, 1)
 	}
 	return 0
 }
@@ -379,6 +381,8 @@ type tableState struct {
 	// partitioned one; 0 for a DLQ whose groups are counted), planned the
 	// estimate of its rows as archiveTuplesSQL makes it.
 	pages, planned int64
+	// archivePages is the size of its archive in pages, 0 for none.
+	archivePages int64
 }
 
 // liveTuplesSQL is the statistics system's count of the live rows of the
@@ -418,8 +422,8 @@ func pagesSQL(reg string) string {
 // partitioned, a tracked DLQ's depth from its group counts (read once
 // for all names: dlqCountedDepthsCTE), the
 // statistics system's counts of the live rows of its table and archive,
-// and the size of its table in pages (not read of a tracked DLQ) with the
-// estimate of its rows (archiveTuplesSQL).
+// the size of its table in pages (not read of a tracked DLQ) with the
+// estimate of its rows (archiveTuplesSQL), and the size of its archive.
 var tableStatesSQL = `
 		WITH ` + dlqCountedDepthsCTE("$1::text[]") + `
 		SELECT n, r IS NOT NULL, a IS NOT NULL,
@@ -427,7 +431,7 @@ var tableStatesSQL = `
 		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN coalesce(d.depth, 0) END,
 		       ` + liveTuplesSQL("r") + `, ` + archiveTuplesSQL("a") + `,
 		       CASE WHEN r IS NULL OR pgbus.dlq_groups_tracked(r) THEN 0 ELSE ` + pagesSQL("r") + ` END,
-		       ` + archiveTuplesSQL("r") + `
+		       ` + archiveTuplesSQL("r") + `, ` + pagesSQL("a") + `
 		FROM unnest($1::text[]) AS n
 		     CROSS JOIN LATERAL to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r
 		     CROSS JOIN LATERAL to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) AS a
@@ -443,7 +447,7 @@ func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tab
 	var name string
 	var st tableState
 	var n *int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &st.exists, &st.archive, &st.partitioned, &n, &st.live, &st.archived, &st.pages, &st.planned}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &st.exists, &st.archive, &st.partitioned, &n, &st.live, &st.archived, &st.pages, &st.planned, &st.archivePages}, func() error {
 		st.counted = nil
 		if n != nil {
 			counted := *n // n may be scanned into again
