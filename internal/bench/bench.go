@@ -258,14 +258,16 @@ func dropQueues(ctx context.Context, st *store.Store, queues []string) {
 	_, _ = st.ForgetWorkersOf(ctx, made)
 }
 
-// ownPool opens a store on st's database with a pool of its own, or
-// returns st itself when its pool was not made from a URL.
+// ownPool opens a store on st's database with a pool of its own, whose
+// sessions carry st's application_name, or returns st itself when its
+// pool was not made from a URL.
 func ownPool(ctx context.Context, st *store.Store) (*store.Store, func(), error) {
-	url := st.Pool().Config().ConnString()
+	cfg := st.Pool().Config()
+	url := cfg.ConnString()
 	if url == "" {
 		return st, func() {}, nil
 	}
-	own, err := store.Open(ctx, url)
+	own, err := store.OpenAs(ctx, url, cfg.ConnConfig.RuntimeParams["application_name"])
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: open a pool for the run: %w", err)
 	}
