@@ -3,14 +3,12 @@ package store
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Dead-letter sources, the block's "source" key.
@@ -68,11 +66,11 @@ func deadLetterWith(ctx context.Context, db querier, fit textFit, queue, dlq, so
 	}
 	rows, err := db.Query(ctx, deadLetterSQL(queue, dlq), args...)
 	if err != nil {
-		return nil, deadLetterErr(err, queue, dlq)
+		return nil, deadLetterErr(ctx, db, err, queue, dlq)
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[DeadLettered])
 	if err != nil {
-		return nil, deadLetterErr(err, queue, dlq)
+		return nil, deadLetterErr(ctx, db, err, queue, dlq)
 	}
 	slices.SortFunc(out, func(a, b DeadLettered) int { return cmp.Compare(a.SourceMsgID, b.SourceMsgID) })
 	return out, nil
@@ -284,10 +282,28 @@ func deadLetterSQL(queue, dlq string) string {
 
 // deadLetterErr names both queues when one of them is missing, since the
 // server's error does not say which.
-func deadLetterErr(err error, queue, dlq string) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+//
+// A missing relation is named from the catalog, as db sees it: PostgreSQL
+// names it only in its message, which lc_messages translates. Besides the
+// two queues', the statement writes pgbus's failure history, which a
+// dropped pgbus schema takes with it.
+func deadLetterErr(ctx context.Context, db querier, err error, queue, dlq string) error {
+	if !isUndefinedTable(err) {
+		return fmt.Errorf("store: dead-letter from %q to %q: %w", queue, dlq, err)
+	}
+	var from, to, history bool
+	rows, cerr := db.Query(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, to_regclass('pgbus.failures') IS NOT NULL`,
+		queueTable(queue), queueTable(dlq))
+	if cerr == nil {
+		_, cerr = pgx.ForEachRow(rows, []any{&from, &to, &history}, func() error { return nil })
+	}
+	switch {
+	case cerr != nil:
+		return notFoundf("dead-letter from %q to %q: a table it writes does not exist (one of the two queues, or pgbus's failure history): create the queue (it makes its DLQ too), or migrate the database with this version of pgbus if its schema went", queue, dlq)
+	case !from || !to:
 		return notFoundf("dead-letter from %q to %q: one of the two queues does not exist; create the queue (it makes its DLQ too)", queue, dlq)
+	case !history:
+		return &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf("dead-letter from %q to %q: pgbus's failure history (pgbus.failures) does not exist: the pgbus schema was dropped or never made; migrate the database with this version of pgbus", queue, dlq)}
 	}
 	return fmt.Errorf("store: dead-letter from %q to %q: %w", queue, dlq, err)
 }
