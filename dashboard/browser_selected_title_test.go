@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -9,7 +10,8 @@ import (
 )
 
 // The preview of a retry of selected messages and its outcome each have
-// the title their heading says: both were "Selected dead messages".
+// the title their heading says: both were "Selected dead messages". The
+// preview of one message says "its queue", not "their queue".
 func TestBrowserSelectedTitles(t *testing.T) {
 	t.Parallel()
 	b := tab{t: t, ctx: chrome(t)}
@@ -27,6 +29,9 @@ func TestBrowserSelectedTitles(t *testing.T) {
 	b.do("preview a retry of a selected message", chromedp.Navigate(base+"/dlq/messages?queue="+q+"_dlq"), page("list"),
 		chromedp.Click(chromedp.CSS(`tbody input[type=checkbox]`)), chromedp.Click(chromedp.CSS(`button[value="retry"]`)), page("selected"))
 	titled("Retry selected messages")
+	if text := b.text(".lead"); !strings.Contains(text, "1 of 1 selected message would move back to its queue.") {
+		t.Errorf("the preview says %q; want one message moving back to its queue", text)
+	}
 	b.do("retry it", chromedp.Click(chromedp.CSS(`form.confirm button[type=submit]`)), loaded("selected", "/dlq/selected"),
 		chromedp.WaitVisible(chromedp.CSS(`main:not(:has(form.confirm))`)))
 	titled("Retried 1 message")
