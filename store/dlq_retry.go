@@ -259,9 +259,31 @@ func (s *Store) deadlineCheck(r deadRef, opts RetryOptions) error {
 	now := s.Now()
 	if at, passed := r.deadlinePassed(now); passed {
 		return deadlinePassed{invalidf("its deadline (%s %s) passed %s ago, so a worker would dead-letter it again without running it: retry it with its deadline cleared to run it anyway, or discard it",
-			HeaderDeadline, r.deadline, now.Sub(at).Round(time.Second))}
+			HeaderDeadline, r.deadline, sinceWords(now.Sub(at)))}
 	}
 	return nil
+}
+
+// sinceWords writes how long ago something passed as a person reads it:
+// to the second within two days (1h5m30s), beyond in days and hours
+// (2532d4h), not in thousands of hours.
+func sinceWords(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d < 2*day {
+		s := d.Round(time.Second).String()
+		if t, ok := strings.CutSuffix(s, "m0s"); ok {
+			s = t + "m"
+		}
+		if t, ok := strings.CutSuffix(s, "h0m"); ok {
+			s = t + "h"
+		}
+		return s
+	}
+	days, hours := d/day, (d%day)/time.Hour
+	if hours == 0 {
+		return fmt.Sprintf("%dd", days)
+	}
+	return fmt.Sprintf("%dd%dh", days, hours)
 }
 
 func noRetryTargetErr(r deadRef, p retryPlaces) error {
