@@ -386,7 +386,11 @@ func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *
 // logout ends the session: its cookie is deleted, and refused should a
 // copy of it come back.
 func (s *server) logout(w http.ResponseWriter, r *http.Request, _ *view) {
-	if sess, ok := s.readSession(r); ok {
+	// Only a login is remembered as ended: a session that never logged in
+	// (none does where no token is set) grants nothing to revoke, and
+	// remembering each for its 12 hours let anyone fill the server's
+	// memory with logouts.
+	if sess, ok := s.readSession(r); ok && sess.authed {
 		s.ended.end(sess.value, sess.expires, s.cfg.Now())
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName(r), Value: "", Path: s.base + "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
