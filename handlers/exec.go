@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -156,7 +157,10 @@ const (
 // attempt may not. The exit code lists and on_exit decide for the codes
 // they name (on_exit: {137: dead_letter}), and retry_signals: false leaves
 // the others to the rules above. At the timeout the whole process group
-// is killed and the failure (exec.timeout) is retryable. When it exits,
+// is killed and the failure (exec.timeout) is retryable; at a stopping
+// worker's drain timeout too, and the job is given back. A command that
+// exited before either counts by its exit code, even while what it
+// started in a session of its own still holds its output. When it exits,
 // whatever its exit code, what it started and left in its group is
 // killed (a program that must outlive its job starts it in a session of
 // its own, setsid). The
@@ -660,7 +664,10 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	// Its own process group, so that a timeout kills what it started too.
 	release := ownProcessGroup(cmd)
 	defer release()
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
+	// cut records that pgbus killed the command, at the timeout or as the
+	// worker stops, rather than the command ending on its own.
+	var cut atomic.Bool
+	cmd.Cancel = func() error { cut.Store(true); return killGroup(cmd.Process) }
 	cmd.WaitDelay = waitDelay
 	err = cmd.Start()
 	out.started()
@@ -677,7 +684,14 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	killLeftovers(cmd.Process.Pid)
 	out.drained(waitDelay)
 	out.close()
-	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	state := cmd.ProcessState
+	// Cut off only when pgbus killed it before it exited: a command that
+	// exited on its own gets what its exit says, though the stop or the
+	// timeout came while what it left outside its group (setsid) still
+	// held its output. It ran to its end: giving its job back would run
+	// it again.
+	cutOff := cut.Load() && !exitedItself(state)
+	if cutOff && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return ctx.Err() // the worker is stopping
 	}
 	e := &ExitError{Command: h.argv0, StdoutBytes: stdout.total, StderrBytes: stderr.total, Timeout: h.timeout}
@@ -689,11 +703,10 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 		e.OutputName = ""
 	}
 	e.Captured = captured(&stderr, &stdout)
-	if runCtx.Err() != nil {
+	if cutOff {
 		e.TimedOut, e.ExitCode = true, -1
 		return e
 	}
-	state := cmd.ProcessState
 	if state == nil {
 		return &StartError{Command: h.argv0, Err: err}
 	}

@@ -40,6 +40,16 @@ func killLeftovers(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
+// exitedItself reports whether the command exited, with an exit code of
+// its own, rather than being killed by a signal.
+func exitedItself(state *os.ProcessState) bool {
+	if state == nil {
+		return false
+	}
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	return ok && ws.Exited()
+}
+
 // executable reports whether this process may execute the file at path
 // (or search the directory): its execute bits for this user, the
 // directories above it, and (on Linux) a filesystem mounted noexec.
