@@ -162,8 +162,13 @@ const (
 // exited before either counts by its exit code, even while what it
 // started in a session of its own still holds its output. When it exits,
 // whatever its exit code, what it started and left in its group is
-// killed (a program that must outlive its job starts it in a session of
-// its own, setsid). The
+// killed at once. A program that must outlive its job must have left
+// the group, in a session of its own, before the command exits:
+// setsid -w sh -c 'prog >/dev/null 2>&1 </dev/null &' returns only once
+// prog runs in the new session. A bare setsid prog &, or setsid -f prog,
+// returns before the child called setsid, and the child is killed with
+// the group when the command exits first; a supervisor (systemd-run)
+// that starts the program is another way. The
 // first 64 KB of stdout and of stderr are kept (the rest is read and
 // dropped), and the last lines of stderr (or of stdout, when stderr is
 // empty) go into the failure message, a very long line by its start so
@@ -321,7 +326,7 @@ func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() {
 	registry[TypeExec] = handlerType{build: buildExec, check: checkExec, options: ExecOptions{},
-		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code or a signal that killed the command (retry_signals) is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried, and what it leaves running in its group is killed when it exits"}
+		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code or a signal that killed the command (retry_signals) is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried, and what it leaves running in its group is killed when it exits: a program that must outlive its job must have left the group before the command exits, as with setsid -w sh -c 'prog >/dev/null 2>&1 </dev/null &', which returns once prog runs in a session of its own (a bare setsid prog & or setsid -f prog returns before that, and the program may be killed with the group)"}
 }
 
 func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {
@@ -679,8 +684,10 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	// its exit code, and whether or not it still held the output (a
 	// failed attempt's leftovers ran on beside its retries, and a
 	// succeeded one's piled up, one per job). A program that means to
-	// outlive its job starts it in a session of its own (setsid). What
-	// they wrote before stays in the pipes, read to their end here.
+	// outlive its job has left the group for a session of its own before
+	// the command exited (setsid -w sh -c 'prog &'); a child that had
+	// not called setsid yet is still a leftover. What they wrote before
+	// stays in the pipes, read to their end here.
 	killLeftovers(cmd.Process.Pid)
 	out.drained(waitDelay)
 	out.close()

@@ -65,3 +65,32 @@ func TestExecHandlerExitBeforeStopCounts(t *testing.T) {
 		}
 	}
 }
+
+// The way the documentation gives to start a program that outlives its
+// job, setsid -w with a shell that starts it in the background, has it
+// out of the command's group before the command exits, every time: the
+// command's leftovers, killed once it exits, do not include it.
+func TestExecHandlerDetachedProgramOutlivesItsJob(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const line = `setsid -w /bin/sh -c 'sleep 300 >/dev/null 2>&1 </dev/null & echo $! > "$OUT_DIR/$PGBUS_MSG_ID.pid"'; exit 0`
+	fn, _ := mustBuild(t, handlers.Spec{Type: handlers.TypeExec,
+		Options: map[string]any{"command": []any{"/bin/sh", "-c", line}, "env": map[string]any{"OUT_DIR": dir}}})
+	for id := int64(1); id <= 8; id++ {
+		if err := fn(context.Background(), execJob(id, `{}`)); err != nil {
+			t.Fatalf("job %d: %v", id, err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.pid", id)))
+		if err != nil {
+			t.Fatalf("job %d wrote no pid: %v", id, err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("job %d: pid %q", id, b)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		if !alive(pid) {
+			t.Errorf("job %d: the program it detached (pid %d) was killed with the command's leftovers", id, pid)
+		}
+	}
+}
