@@ -89,7 +89,13 @@ const MaxRetryAfter = time.Hour
 // that is not set, or empty, fails Build, naming it and the key; Check
 // does not need it. A variable's value is a secret whatever the header
 // (as the url's password is), and messages quote url as written, with
-// its ${NAME}s.
+// its ${NAME}s. A value goes into url as it is, not escaped: one that would
+// change the url's structure where it stands fails Build (and Check, where
+// the variable is set): a # (the url would end there), a ? with more of
+// the url after the reference (that rest would become the query), or a &
+// within a query parameter (?token=${TOKEN}&tenant=acme). A whole url,
+// the end of one with its query, or a whole query (?${QUERY}) may hold ?
+// and &.
 //
 // The response body is read, for up to half a second, so that the next
 // request reuses the connection: up to 320 KB after a 2xx, up to 256 KB
@@ -99,7 +105,7 @@ const MaxRetryAfter = time.Hour
 // The help tag of each field is its documentation, shown by pgbus help
 // config.
 type HTTPOptions struct {
-	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. ${NAME} in it is the environment variable NAME (as in headers), and failures quote the url as written, without its credentials and query. Where a webhook's secret hides in it, it is a secret, hidden as headers' values are: its password (user:password@), every value of its query of 8 characters or more (?token=...&sig=..., whatever the key), and every segment of its path that looks like a token: 16 characters or more, no dot, with a run of 8 letters and digits or more mixing both, such as the last of https://hooks.example.com/services/T0123ABCD/B0456EFGH/Xk9pQ2rT7vLm3nB8wZ4yC6dF, which failures quote as [REDACTED]. Words, numbers, dates and versions (orders, 2026-11-30, v1) are no token; a UUID is, as the url names the endpoint, not one message's order"`
+	URL            string            `yaml:"url" help:"required: the absolute http:// or https:// URL each job is sent to. ${NAME} in it is the environment variable NAME (as in headers), and failures quote the url as written, without its credentials and query. The value goes in as it is, not escaped: write it percent-encoded as the place it stands needs. One that would change the url's structure there is refused, naming the variable: a # (the url would end at it), a ? with more of the url after the reference (that rest would become the query), or a & within a query parameter (?token=${TOKEN}&tenant=acme); write them %23, %3F and %26 in the variable. A whole url, the end of one with its query, or a whole query (?${QUERY}) may hold ? and &. A + in a query value reads as a space to most servers: write it %2B. Where a webhook's secret hides in it, it is a secret, hidden as headers' values are: its password (user:password@), every value of its query of 8 characters or more (?token=...&sig=..., whatever the key), and every segment of its path that looks like a token: 16 characters or more, no dot, with a run of 8 letters and digits or more mixing both, such as the last of https://hooks.example.com/services/T0123ABCD/B0456EFGH/Xk9pQ2rT7vLm3nB8wZ4yC6dF, which failures quote as [REDACTED]. Words, numbers, dates and versions (orders, 2026-11-30, v1) are no token; a UUID is, as the url names the endpoint, not one message's order"`
 	Method         string            `yaml:"method" help:"POST (the default), PUT, PATCH or DELETE"`
 	Headers        map[string]string `yaml:"headers" help:"headers sent with every request, such as Authorization or Content-Type; not Idempotency-Key (the job's key) nor those of the transport (Host, Content-Length, ...). ${NAME} in a value is the environment variable NAME, so that a token stays out of the file (Authorization: \"Bearer ${ACME_TOKEN}\"; $${NAME} for a literal ${NAME}): pgbus work and pgbus serve refuse to start while it is not set, the commands that run no worker do not need it, and its value is a secret whatever the header. Every value is a secret but those of Accept, Accept-Charset, Accept-Encoding, Accept-Language, Cache-Control, Content-Encoding, Content-Language, Content-Type, Origin, Pragma and User-Agent: where the downstream says one back (an error body, a redirect), it is stored, logged and shown as [REDACTED], and so is the credential of a value such as Bearer 3f9c... without its scheme, and the value of each cookie of a Cookie header (session=3f9c...) without its name. A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	MaxConcurrency *int              `yaml:"max_concurrency" help:"bounds the requests in flight from this process to the URL (1..10000); a job waits up to its timeout for a free slot, then the request has its whole timeout (an attempt lasts up to twice the timeout), and one that gets no slot in time is put back without using an attempt. Default: no bound but the queue's concurrency"`
@@ -295,6 +301,9 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 		if u, err = checkURL(raw, o.URL, urlVars); err != nil {
 			return nil, engine.HandlerOptions{}, err
 		}
+		if err := checkURLValues(o.URL, urlVars); err != nil {
+			return nil, engine.HandlerOptions{}, err
+		}
 	}
 	h := &httpHandler{
 		method: "POST",
@@ -444,6 +453,41 @@ func checkURL(raw, written string, vars []envref.Var) (*url.URL, error) {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u, nil
+}
+
+// checkURLValues refuses a url written with ${NAME}s whose values (vars)
+// would change its structure where they stand, as a value goes in as it
+// is: a # would cut the url there (a fragment is never sent), a ? before
+// the rest of the url would make that rest its query, and a & would split
+// the query parameter it stands in. A value that ends the url, or is the
+// whole query or a whole parameter of it, may bring ? and &: a url, or
+// its query, kept whole in a variable.
+func checkURLValues(written string, vars []envref.Var) error {
+	values := map[string]string{}
+	for _, v := range vars {
+		values[v.Name] = v.Value
+	}
+	query := strings.IndexByte(written, '?')
+	for _, r := range envref.Refs(written) {
+		v, ref := values[r.Name], written[r.Start:r.End]
+		inQuery := query >= 0 && r.Start > query
+		switch {
+		case strings.Contains(v, "#"):
+			return optionErrorf("url", "%s brings a # into the url, which would end it there: what follows would not be sent (a fragment never is); write the # in %s's value as %%23, or leave the fragment out", ref, r.Name)
+		case !inQuery && r.End < len(written) && strings.Contains(v, "?"):
+			return optionErrorf("url", "%s brings a ? into the url before the rest of it, which would start the query there and make what url has after %s part of it; write the ? in %s's value as %%3F, or keep the rest of the url in the variable too", ref, ref, r.Name)
+		case inQuery && strings.Contains(v, "&") && !wholeParameter(written, r):
+			return optionErrorf("url", "%s brings a & into a parameter of the url's query, which would split the parameter in two; write the & in %s's value as %%26", ref, r.Name)
+		}
+	}
+	return nil
+}
+
+// wholeParameter reports whether r, a reference in the query of written,
+// is a whole parameter of it, between ? or & and & or the end.
+func wholeParameter(written string, r envref.Ref) bool {
+	before, after := written[:r.Start], written[r.End:]
+	return (strings.HasSuffix(before, "?") || strings.HasSuffix(before, "&")) && (after == "" || after[0] == '&')
 }
 
 // statusPolicies checks on_status and returns its engine policies, exact

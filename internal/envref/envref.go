@@ -78,6 +78,28 @@ func expand(s string, lookup func(string) (string, bool)) (string, []Var, error)
 	return out, used, err
 }
 
+// Ref is a ${NAME} of a value: the variable's name, and where the
+// reference stands in the value as written, s[Start:End].
+type Ref struct {
+	Name       string
+	Start, End int
+}
+
+// Refs returns the ${NAME}s of s in their order, without the $${NAME}s
+// that stand for a literal and what is not a variable reference: the
+// places Expand puts the variables' values at.
+func Refs(s string) []Ref {
+	var refs []Ref
+	for _, m := range ref.FindAllStringSubmatchIndex(s, -1) {
+		r := s[m[0]:m[1]]
+		if strings.HasPrefix(r, "$$") || !name.MatchString(s[m[2]:m[3]]) {
+			continue
+		}
+		refs = append(refs, Ref{Name: s[m[2]:m[3]], Start: m[0], End: m[1]})
+	}
+	return refs
+}
+
 // Hide returns text with the value of each variable of vars replaced by
 // its ${NAME}, longest values first: text that quotes what the expanded
 // value said (a parser's error) then reads as the value was written.

@@ -28,3 +28,19 @@ func TestExpand(t *testing.T) {
 		t.Fatalf("Hide: %q", got)
 	}
 }
+
+// Refs names each reference Expand replaces, where it stands, and not an
+// escaped one nor one that is not a variable's name.
+func TestRefs(t *testing.T) {
+	s := "a${X}b$${Y}c${1Z}d${X}"
+	refs := envref.Refs(s)
+	want := []envref.Ref{{Name: "X", Start: 1, End: 5}, {Name: "X", Start: 18, End: 22}}
+	if len(refs) != len(want) || refs[0] != want[0] || refs[1] != want[1] {
+		t.Fatalf("Refs(%q) = %+v; want %+v", s, refs, want)
+	}
+	for _, r := range refs {
+		if s[r.Start:r.End] != "${X}" {
+			t.Errorf("%+v stands at %q", r, s[r.Start:r.End])
+		}
+	}
+}
