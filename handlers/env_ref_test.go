@@ -84,6 +84,8 @@ func TestEnvironmentReferencesInOptions(t *testing.T) {
 			"env: variable TOKEN uses ${PGBUS_TEST_UNSET}, but the environment variable PGBUS_TEST_UNSET is not set"},
 		{"not a name", "type: exec\ncommand: [/bin/sh]\nenv: {TOKEN: \"${not a name}\"}", "in variable TOKEN, ${not a name} is not a variable reference",
 			"in variable TOKEN, ${not a name} is not a variable reference"},
+		{"unclosed", "type: http\nurl: https://h.example.com/\nheaders: {Authorization: \"Bearer ${SECRET_TOKEN\"}", "in header Authorization, ${SECRET_TOKEN has no closing }",
+			"headers: in header Authorization, ${SECRET_TOKEN has no closing }: write ${SECRET_TOKEN}, or $${ for a literal ${"},
 		{"whole url from a variable", "type: http\nurl: \"${PGBUS_TEST_URL}\"", `"${PGBUS_TEST_URL}": scheme`, `"${PGBUS_TEST_URL}": scheme`},
 		{"bad url from a variable", "type: http\nurl: \"http://h.example.com:${PGBUS_TEST_PORT}/x\"", `":${PGBUS_TEST_PORT}`, `":${PGBUS_TEST_PORT}`},
 	} {

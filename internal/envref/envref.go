@@ -3,8 +3,9 @@
 // that is checked into repositories and mounted into containers. The
 // alerts block and the http and exec handlers' options use it, with the
 // same rules: NAME is letters, digits and _, not starting with a digit; a
-// variable that is not set, or empty, is an error naming it; $${NAME}
-// stands for a literal ${NAME}.
+// variable that is not set, or empty, is an error naming it; a ${ without
+// its closing } is an error too; $${NAME} stands for a literal ${NAME}, and
+// $${ for a literal ${.
 package envref
 
 import (
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -32,7 +34,9 @@ type Var struct {
 // each $${NAME} by a literal ${NAME}. It returns the variables it used,
 // so that their values can be kept out of what is shown. An unset or
 // empty variable is an error that IsUnset reports, saying what to do; a
-// reference that is not a variable name is another error. The error is
+// reference that is not a variable name is another error, and so is a ${
+// without its closing }, which it leaves as written ($${ is a literal
+// ${). The error is
 // the first one s holds; the rest of s is expanded all the same.
 func Expand(s string) (string, []Var, error) {
 	return expand(s, os.LookupEnv)
@@ -50,32 +54,43 @@ func expand(s string, lookup func(string) (string, bool)) (string, []Var, error)
 	var (
 		err  error
 		used []Var
+		b    strings.Builder
 	)
-	out := ref.ReplaceAllStringFunc(s, func(r string) string {
+	fail := func(e error) {
+		if err == nil {
+			err = e
+		}
+	}
+	last := 0
+	for _, m := range ref.FindAllStringIndex(s, -1) {
+		fail(unclosed(&b, s, last, m[0]))
+		last = m[1]
+		r := s[m[0]:m[1]]
 		if strings.HasPrefix(r, "$$") {
-			return r[1:]
+			b.WriteString(r[1:])
+			continue
 		}
 		n := r[2 : len(r)-1]
 		if !name.MatchString(n) {
-			if err == nil {
-				err = fmt.Errorf("%s is not a variable reference; write ${NAME} with NAME of letters, digits and _ (and $${NAME} for a literal ${NAME})", r)
-			}
-			return r
+			fail(fmt.Errorf("%s is not a variable reference; write ${NAME} with NAME of letters, digits and _ (and $${NAME} for a literal ${NAME})", r))
+			b.WriteString(r)
+			continue
 		}
 		v, ok := lookup(n)
-		if (!ok || v == "") && err == nil {
+		if !ok || v == "" {
 			state := "not set"
 			if ok {
 				state = "empty"
 			}
-			err = unsetError(fmt.Sprintf("uses ${%s}, but the environment variable %s is %s; export %s before starting pgbus, or write the value in the file", n, n, state, n))
+			fail(unsetError(fmt.Sprintf("uses ${%s}, but the environment variable %s is %s; export %s before starting pgbus, or write the value in the file", n, n, state, n)))
 		}
 		if v != "" && !slices.Contains(used, Var{n, v}) {
 			used = append(used, Var{n, v})
 		}
-		return v
-	})
-	return out, used, err
+		b.WriteString(v)
+	}
+	fail(unclosed(&b, s, last, len(s)))
+	return b.String(), used, err
 }
 
 // Ref is a ${NAME} of a value: the variable's name, and where the
@@ -98,6 +113,36 @@ func Refs(s string) []Ref {
 		refs = append(refs, Ref{Name: s[m[2]:m[3]], Start: m[0], End: m[1]})
 	}
 	return refs
+}
+
+// unclosed writes s[from:to], a stretch of s between references, to b
+// with each $${ as the literal ${ it stands for. A ${ there has no
+// closing } after it (the next } would have closed it): it is written as
+// it is, and the error says where it is. The error quotes what follows it only when that is a variable's
+// name up to the end of s (Bearer ${TOKEN): anything else may be part of
+// a secret.
+func unclosed(b *strings.Builder, s string, from, to int) error {
+	var err error
+	for i := from; i < to; i++ {
+		switch {
+		case strings.HasPrefix(s[i:to], "$${"):
+			b.WriteString("${")
+			i += 2
+		case strings.HasPrefix(s[i:to], "${"):
+			if err == nil {
+				if rest := s[i+2:]; name.MatchString(rest) {
+					err = fmt.Errorf("${%s has no closing }: write ${%s}, or $${ for a literal ${", rest, rest)
+				} else {
+					err = fmt.Errorf("the ${ at character %d has no closing }: write ${NAME} with its closing }, or $${ for a literal ${", utf8.RuneCountInString(s[:i])+1)
+				}
+			}
+			b.WriteString("${")
+			i++
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return err
 }
 
 // Hide returns text with the value of each variable of vars replaced by

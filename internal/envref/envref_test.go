@@ -1,6 +1,7 @@
 package envref_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/envref"
@@ -41,6 +42,34 @@ func TestRefs(t *testing.T) {
 	for _, r := range refs {
 		if s[r.Start:r.End] != "${X}" {
 			t.Errorf("%+v stands at %q", r, s[r.Start:r.End])
+		}
+	}
+}
+
+// A ${ without its closing } is refused, not passed on as written: the
+// header "Bearer ${SECRET_TOKEN" would send its name for the token. The
+// error quotes the name it starts, or only where it stands when what
+// follows is no name, which may be a secret; $${ is a literal ${, closed
+// or not.
+func TestUnclosedReference(t *testing.T) {
+	t.Setenv("PGBUS_TEST_A", "alpha")
+	for in, want := range map[string]string{
+		"Bearer ${SECRET_TOKEN":  "${SECRET_TOKEN has no closing }",
+		"${PGBUS_TEST_A} and ${": "the ${ at character 21 has no closing }",
+		"pa${ss-w0rd-Kx93":       "the ${ at character 3 has no closing }",
+	} {
+		for what, err := range map[string]error{"Check": envref.Check(in), "Expand": func() error { _, _, err := envref.Expand(in); return err }()} {
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "$${") || envref.IsUnset(err) {
+				t.Errorf("%s(%q): %v; want it refused saying %q and how to write a literal ${", what, in, err, want)
+			}
+			if err != nil && strings.Contains(err.Error(), "Kx93") {
+				t.Errorf("%s(%q): %v quotes what follows the ${", what, in, err)
+			}
+		}
+	}
+	for in, want := range map[string]string{"pa$${x": "pa${x", "$${PGBUS_TEST_A} ${PGBUS_TEST_A} $${": "${PGBUS_TEST_A} alpha ${"} {
+		if out, _, err := envref.Expand(in); err != nil || out != want {
+			t.Errorf("Expand(%q): %q, %v; want %q, $${ a literal ${", in, out, err, want)
 		}
 	}
 }
