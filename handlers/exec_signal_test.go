@@ -3,12 +3,15 @@
 package handlers_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/handlers"
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
@@ -100,5 +103,32 @@ func TestExecHandlerRetriesKilledCommands(t *testing.T) {
 	}
 	if a, ok := archived[ids["discard"]]; !ok || a.ReadCount != 1 || a.Headers[store.HeaderDiscarded] == nil {
 		t.Errorf("discard: archived %v after %d runs with headers %v; want discarded after 1", ok, a.ReadCount, a.Headers)
+	}
+}
+
+// A boolean option quoted, "false" or "true", means what it says, as the
+// words YAML also takes for them (no, off, yes, on) do, quoted or not:
+// neither is refused as "not true or false".
+func TestQuotedBooleanOptions(t *testing.T) {
+	t.Parallel()
+	script := writeScript(t, t.TempDir(), "signal.sh", signalScript)
+	for _, v := range []string{`"false"`, `'False'`, `off`, `"no"`, `false`} {
+		fn, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: exec\ncommand: [/bin/sh, %s, term]\nretry_signals: %s\nretry_unknown_exit_codes: %s\nbreaker: {enabled: %s}", script, v, v, v)))
+		if opts.Breaker != nil {
+			t.Errorf("enabled: %s left the breaker on", v)
+		}
+		// A retried failure comes back as a plain ExitError, a dead-lettered
+		// one marked.
+		err := fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"})
+		var ee *handlers.ExitError
+		if _, plain := err.(*handlers.ExitError); plain || !errors.As(err, &ee) || ee.ExitCode != 143 {
+			t.Errorf("retry_signals: %s: %v (%T); want a command killed by SIGTERM dead-lettered, not retried", v, err, err)
+		}
+	}
+	for _, v := range []string{`"true"`, `'TRUE'`, `on`, `"yes"`, `true`} {
+		_, opts := mustBuild(t, specFromYAML(t, fmt.Sprintf("type: exec\ncommand: [/bin/sh, -c, 'exit 0']\nbreaker: {enabled: %s}", v)))
+		if opts.Breaker == nil {
+			t.Errorf("enabled: %s turned the breaker off", v)
+		}
 	}
 }
