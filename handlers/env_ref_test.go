@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -119,4 +120,30 @@ func outputOf(t *testing.T, err error) string {
 		t.Fatalf("%v carries no output", err)
 	}
 	return oe.FailureOutput().Text
+}
+
+// ${NAME} in an exec handler's dir is the environment variable NAME, as in
+// its env: the command runs there, and errors and its output show the
+// path, a place and no secret. An unset variable fails Build, naming it
+// and the key, not Check.
+func TestEnvironmentReferenceInDir(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PGBUS_TEST_WORKDIR", dir)
+	fn, _ := mustBuild(t, specFromYAML(t, "type: exec\ncommand: [/bin/sh, -c, 'pwd >&2; exit 3']\ndir: \"${PGBUS_TEST_WORKDIR}\"\nbreaker: {enabled: false}"))
+	err := fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"})
+	var ee *handlers.ExitError
+	if !errors.As(err, &ee) || ee.Output != dir {
+		t.Fatalf("%v; want the command run in %s, which it prints", err, dir)
+	}
+	spec := specFromYAML(t, "type: exec\ncommand: [/bin/sh]\ndir: \"${PGBUS_TEST_UNSET}/work\"")
+	if err := handlers.Check(spec); err != nil {
+		t.Errorf("Check: %v; want no need of the variable", err)
+	}
+	if _, _, err := handlers.Build(spec); err == nil || !strings.Contains(err.Error(), "dir: uses ${PGBUS_TEST_UNSET}, but the environment variable PGBUS_TEST_UNSET is not set") {
+		t.Errorf("Build: %v; want the unset variable named", err)
+	}
+	t.Setenv("PGBUS_TEST_WORKDIR", filepath.Join(dir, "gone"))
+	if _, _, err := handlers.Build(specFromYAML(t, "type: exec\ncommand: [/bin/sh]\ndir: \"${PGBUS_TEST_WORKDIR}\"")); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Errorf("Build in a missing dir: %v; want it refused, naming the path", err)
+	}
 }

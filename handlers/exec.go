@@ -189,11 +189,11 @@ const (
 // command). Another argument holding blanks is most often a message
 // ("msg=Deployment done"), whose plain words stay shown: an assignment
 // in it is hidden only when its name looks like a secret's key or its
-// value like a token. ${NAME} in
-// a value of env is replaced by the environment variable NAME when the
-// handler is built (Build), as in the http handler's headers: a variable
-// that is not set fails Build, Check does not need it, and its value is a
-// secret whatever the name. command is not expanded so: a shell it runs
+// value like a token. ${NAME} in a value of env, and in dir, is replaced
+// by the environment variable NAME when the handler is built (Build), as
+// in the http handler's headers: a variable that is not set fails Build,
+// Check does not need it, and its value is a secret whatever the name in
+// env (not in dir, a place). command is not expanded so: a shell it runs
 // expands $NAME itself, from the command's environment, and the
 // arguments of a command a file already has must reach it as they are.
 //
@@ -201,7 +201,7 @@ const (
 // config.
 type ExecOptions struct {
 	Command               []string          `yaml:"command" help:"required: the program and its arguments, such as [/usr/local/bin/charge, --live]; not run through a shell. The program is an absolute path or a name found on PATH. ${NAME} in it is passed as written, not replaced: give a secret in env, where a shell ([/bin/sh, -c, ...]) finds $NAME itself. The value of an option named like a secret's key (--token VALUE, --api-key=VALUE, --password, --secret, --auth...; not -p, which many programs take for a port; an argument after it that starts with - is the next option) is a secret, hidden as env's values are where the command prints it, and so is what of an argument that is a URL the http handler's url hides: its password, query values and token-shaped path segments. A header (Name: value) after -H or --header, or given to --header=, has its value hidden as the http handler's headers do (all but Content-Type, Accept and the other plain ones; a Bearer credential also without its scheme), and so has any argument of that form named like a secret's key (Authorization: ..., Cookie: ..., X-Api-Key: ...); the -H of grep, egrep, fgrep, zgrep, rg and ack, right after the program or its options, names files and gives no header. An assignment NAME=VALUE where a command starts (API_TOKEN=... ./deliver), after env or sudo and their options (env API_TOKEN=... ./deliver) or after export, readonly, declare, typeset or local has its value hidden as env's values are (not LOG_LEVEL and the other plain names env's help lists). An argument a program runs as a shell command is read as one ([/bin/sh, -c, \"curl -H 'Authorization: Bearer ...' --token ... https://...\"]): its words, split at blanks and unquoted ; & | ( ) < > with quotes and backslashes removed and nothing expanded, are arguments to the same rules, and a word after ; & | ( ) or a line break starts a command. Such an argument is any after the -c of sh, bash, dash, zsh, ksh, ksh93, mksh, pdksh, oksh, lksh, ash, yash, posh, csh, tcsh or fish (alone or in a cluster such as -ec), after the -c or --command of su, runuser, flock or script, the -s or -i of sudo or the -S of env, and any of ssh, autossh, watch, eval, parallel or tmux. Any other argument holding blanks is read so too, but as it is most often a message (--message \"msg=Deployment done\"), an assignment in it is hidden only when its name looks like a secret's key (API_TOKEN=...) or its value like a token (a run of 8 letters and digits or more mixing both), not a plain word. A value shorter than 8 characters is not hidden so"`
-	Dir                   string            `yaml:"dir" help:"the working directory (default: the worker's)"`
+	Dir                   string            `yaml:"dir" help:"the working directory (default: the worker's). ${NAME} in it is the worker's environment variable NAME, as in env (dir: \"${APP_HOME}/jobs\"; pgbus work and pgbus serve refuse to start while it is not set), though a place and not hidden as a secret; ~ is not expanded"`
 	Env                   map[string]string `yaml:"env" help:"variables added to the worker's environment; names starting with PGBUS_ are reserved. ${NAME} in a value is the worker's environment variable NAME, as in the http handler's headers ($${NAME} for a literal ${NAME}, and $${ for a literal ${, as a ${ without its closing } is refused; pgbus work and pgbus serve refuse to start while it is not set; its value is a secret whatever the name). The command does not inherit the worker's DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD, PGPASSFILE nor its other libpq variables (PGHOST, PGUSER, PGSERVICE, PGSSLKEY, ...), so that it does not get the worker's database login: set them here for a command that needs a database. Values are secrets, stored, logged and shown as [REDACTED] where the command prints them (stderr, stdout), but those of PATH, HOME, LANG, LANGUAGE, LC_*, TZ, TERM, TMPDIR, TEMP, TMP, USER, LOGNAME, SHELL and PWD, and of names ending in _DIR, _PATH, _HOME, _FILE, _MODE, _ENV, _LEVEL, _HOST, _PORT, _REGION or _TIMEOUT unless the name looks like a secret's (SESSION_DIR): places and settings an error must be able to name. So are the values it inherits from the worker under a secret's name (PAGER_TOKEN, AWS_SECRET_ACCESS_KEY, names ending in _KEY, _PW, _PASS, _DSN or _SALT, or holding HMAC). A value shorter than 8 characters is not hidden so, as it would hide common words too"`
 	RetryExitCodes        []int             `yaml:"retry_exit_codes" help:"exit codes that are retried (default [75], EX_TEMPFAIL)"`
 	DiscardExitCodes      []int             `yaml:"discard_exit_codes" help:"exit codes that archive the message with the failure recorded instead of dead-lettering it"`
@@ -402,19 +402,28 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 			return nil, engine.HandlerOptions{}, err
 		}
 	}
-	if strings.ContainsRune(o.Dir, 0) {
+	// ${NAME} in dir is a place, not a secret, as env's _DIR values are.
+	dir, _, known, err := expandOption("dir", "", o.Dir, onDisk)
+	switch {
+	case err != nil:
+		return nil, engine.HandlerOptions{}, err
+	case strings.ContainsRune(dir, 0):
 		return nil, engine.HandlerOptions{}, optionErrorf("dir", "the path holds a NUL character")
 	}
-	if o.Dir != "" && onDisk {
-		st, err := os.Stat(o.Dir)
+	if dir != "" && known && onDisk {
+		shown := strconv.Quote(dir)
+		if dir != o.Dir {
+			shown += fmt.Sprintf(" (%s)", o.Dir)
+		}
+		st, err := os.Stat(dir)
 		switch {
 		case err != nil:
-			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%q: %v: create it, or fix dir", o.Dir, pathReason(err))
+			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%s: %v: create it, or fix dir", shown, pathReason(err))
 		case !st.IsDir():
-			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%q is not a directory", o.Dir)
+			return nil, engine.HandlerOptions{}, optionErrorf("dir", "%s is not a directory", shown)
 		}
 	}
-	h.dir = o.Dir
+	h.dir = dir
 	h.secrets.addArgs(o.Command)
 	h.secrets.addInherited(workerEnv())
 	for _, name := range sortedKeys(o.Env) {
