@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pgbus/pgbus/handlers"
@@ -36,5 +37,25 @@ func TestDocsDescribeEveryOption(t *testing.T) {
 	i := slices.IndexFunc(http.Options, func(o handlers.Option) bool { return o.Key == "on_status" })
 	if i < 0 || len(http.Options[i].Options) == 0 || http.Options[i].Options[0].Key != "action" {
 		t.Errorf("http on_status is not documented with the keys of a rule: %+v", http.Options)
+	}
+}
+
+// The exec handler's help says what a timeout and a worker's stop send
+// the command's process group: SIGKILL, with no SIGTERM first, which a
+// command that cleans up on SIGTERM must know.
+func TestExecDocsNameTheSignal(t *testing.T) {
+	t.Parallel()
+	for _, d := range handlers.Docs() {
+		if d.Type != handlers.TypeExec {
+			continue
+		}
+		if !strings.Contains(d.Summary, "SIGKILL") || !strings.Contains(d.Summary, "no SIGTERM") || !strings.Contains(d.Summary, "drain timeout") {
+			t.Errorf("the exec summary does not say that its timeout and a worker's drain timeout send SIGKILL, with no SIGTERM first: %s", d.Summary)
+		}
+	}
+	for _, o := range handlers.CommonOptions() {
+		if o.Key == "timeout" && !strings.Contains(o.Doc, "SIGKILL") {
+			t.Errorf("the timeout's help does not say what it sends an exec command: %s", o.Doc)
+		}
 	}
 }

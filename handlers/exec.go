@@ -32,7 +32,7 @@ const TypeExec = "exec"
 // "exec.exit_3"), as the failure history and the DLQ show them.
 const (
 	// ClassExecTimeout: the command ran past its timeout and its process
-	// group was killed. Retryable.
+	// group was sent SIGKILL, with no SIGTERM first. Retryable.
 	ClassExecTimeout = "exec.timeout"
 	// ClassExecStart: the command could not be started. Retryable when
 	// something it needs is missing (its program, the interpreter its #!
@@ -157,12 +157,14 @@ const (
 // attempt may not. The exit code lists and on_exit decide for the codes
 // they name (on_exit: {137: dead_letter}), and retry_signals: false leaves
 // the others to the rules above. At the timeout the whole process group
-// is killed and the failure (exec.timeout) is retryable; at a stopping
-// worker's drain timeout too, and the job is given back. A command that
+// is sent SIGKILL, with no SIGTERM first to clean up on, and the failure
+// (exec.timeout) is retryable; at a stopping worker's drain timeout too,
+// and the job is given back. A command that must clean up bounds its own
+// work below the timeout. A command that
 // exited before either counts by its exit code, even while what it
 // started in a session of its own still holds its output. When it exits,
 // whatever its exit code, what it started and left in its group is
-// killed at once. A program that must outlive its job must have left
+// sent SIGKILL at once. A program that must outlive its job must have left
 // the group, in a session of its own, before the command exits:
 // setsid -w sh -c 'prog >/dev/null 2>&1 </dev/null &' returns only once
 // prog runs in the new session. A bare setsid prog &, or setsid -f prog,
@@ -225,7 +227,8 @@ type ExitError struct {
 	// SignalRetried: the handler retries it because a signal killed it
 	// (retry_signals), as no list of exit codes names its code.
 	SignalRetried bool
-	// TimedOut: it ran past Timeout and its process group was killed.
+	// TimedOut: it ran past Timeout and its process group was sent
+	// SIGKILL.
 	TimedOut bool
 	Timeout  time.Duration
 	// Output is the last lines of stderr, or of stdout when stderr was
@@ -259,7 +262,7 @@ func (e *ExitError) Error() string {
 	b.WriteString(truncate(e.Command, 100))
 	switch {
 	case e.TimedOut:
-		fmt.Fprintf(&b, ": still running at its timeout %s; its process group was killed", e.Timeout)
+		fmt.Fprintf(&b, ": still running at its timeout %s; its process group was killed (SIGKILL)", e.Timeout)
 	case e.Signal != 0:
 		fmt.Fprintf(&b, ": killed by signal %d (%s), taken as exit code %d", int(e.Signal), e.Signal, e.ExitCode)
 	case signalCode(e.ExitCode):
@@ -326,7 +329,7 @@ func (e *StartError) ErrorClass() string { return ClassExecStart }
 
 func init() {
 	registry[TypeExec] = handlerType{build: buildExec, check: checkExec, options: ExecOptions{},
-		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code or a signal that killed the command (retry_signals) is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout its process group is killed and the attempt retried, and what it leaves running in its group is killed when it exits: a program that must outlive its job must have left the group before the command exits, as with setsid -w sh -c 'prog >/dev/null 2>&1 </dev/null &', which returns once prog runs in a session of its own (a bare setsid prog & or setsid -f prog returns before that, and the program may be killed with the group)"}
+		summary: "runs a command with the job's payload on stdin and PGBUS_QUEUE, PGBUS_MSG_ID, PGBUS_KIND, PGBUS_ATTEMPT, PGBUS_IDEMPOTENCY_KEY and, with tracing on, TRACEPARENT and TRACESTATE in its environment, which is otherwise the worker's without its own PGBUS_ and trace variables and its database settings (DATABASE_URL, DATABASE_URL_FILE, PGPASSWORD, PGPASSFILE, the other libpq variables) unless env sets them; exit 0 succeeds, a retry exit code or a signal that killed the command (retry_signals) is retried, other codes dead-letter the message, and so does a program the system cannot execute (no #! line, no execute permission); at the timeout, and at a stopping worker's drain timeout, its process group is sent SIGKILL, with no SIGTERM first to clean up on, and the attempt retried (at a stop, its job given back), and what it leaves running in its group is sent SIGKILL when it exits: a program that must outlive its job must have left the group before the command exits, as with setsid -w sh -c 'prog >/dev/null 2>&1 </dev/null &', which returns once prog runs in a session of its own (a bare setsid prog & or setsid -f prog returns before that, and the program may be killed with the group)"}
 }
 
 func buildExec(spec Spec) (engine.HandlerFunc, engine.HandlerOptions, error) {

@@ -25,7 +25,7 @@ import (
 // Type and Timeout are documented by their help tags.
 type Spec struct {
 	Type    string   `yaml:"type" help:"required: the handler, one of demo, http, exec"`
-	Timeout Duration `yaml:"timeout,omitempty" help:"bounds one attempt (http and exec: at most 24h, default 30s; demo: default the queue's visibility_timeout)"`
+	Timeout Duration `yaml:"timeout,omitempty" help:"bounds one attempt (http and exec: at most 24h, default 30s; demo: default the queue's visibility_timeout). At it an exec command's process group is sent SIGKILL, with no SIGTERM first: a command that must clean up bounds its own work below it"`
 	// Options are the type's own keys (see DemoOptions, HTTPOptions and
 	// ExecOptions), with the values a YAML decoder gives or plain Go
 	// values: strings, numbers, bools, durations written as text ("10s"),
