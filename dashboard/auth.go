@@ -218,7 +218,7 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 			s.setSession(w, r, sess)
 		case !ok || !sess.authed:
 			if api {
-				s.log.Warn("dashboard: request refused", "status", http.StatusUnauthorized, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "not logged in")
+				s.logRefused(r, http.StatusUnauthorized, "not logged in")
 				writeJSON(w, r, http.StatusUnauthorized, apiError{Error: "Log in first: open the dashboard's login page and enter the server's token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."})
 				return
 			}

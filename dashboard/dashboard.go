@@ -114,6 +114,11 @@ type server struct {
 	// forbidden tells the log, as unavailable does, that the database
 	// refuses the server's role a privilege a page needs.
 	forbidden quietlog.Log
+	// refusals paces the log of refused requests, each status told once a
+	// minute with the count refused meanwhile: a scanner's 404s, or a
+	// page left open after its login ended, would fill the log with a
+	// line per request.
+	refusals quietlog.ByCode
 }
 
 // Login throttling: the login form takes the server's token, so guessing

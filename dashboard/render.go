@@ -196,10 +196,19 @@ func (s *server) refuseLinks(w http.ResponseWriter, r *http.Request, v *view, st
 	s.refused(w, r, v, problem{Status: status, Message: msg, Links: links})
 }
 
+// logRefused tells the log of a refused request, with the reason why,
+// paced by status (server.refusals).
+func (s *server) logRefused(r *http.Request, status int, reason string) {
+	if told, quiet := s.refusals.Due(status, s.cfg.Now()); told {
+		s.log.Warn("dashboard: request refused", "status", status, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr,
+			"client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", reason, "refused_unlogged", quiet)
+	}
+}
+
 // refused logs and renders the refusal p, its links ending with the
 // overview.
 func (s *server) refused(w http.ResponseWriter, r *http.Request, v *view, p problem) {
-	s.log.Warn("dashboard: request refused", "status", p.Status, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr, "client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", p.Message)
+	s.logRefused(r, p.Status, p.Message)
 	v.Title = http.StatusText(p.Status)
 	if p.Status != http.StatusUnauthorized {
 		// A request not logged in is sent to log in, which leads back.
@@ -363,8 +372,7 @@ func (s *server) wrongMethod(w http.ResponseWriter, r *http.Request, v *view, al
 // in JSON as the endpoint it looked for would, before any login: whatever
 // its token, there is no endpoint to authenticate to.
 func (s *server) noMCP(w http.ResponseWriter, r *http.Request) {
-	s.log.Warn("dashboard: request refused", "status", http.StatusNotFound, "method", r.Method, "path", s.base+r.URL.Path, "remote", r.RemoteAddr,
-		"client", clientaddr.Name(r, s.cfg.TrustedProxies), "reason", "no MCP endpoint: the dashboard is served alone")
+	s.logRefused(r, http.StatusNotFound, "no MCP endpoint: the dashboard is served alone")
 	writeJSON(w, r, http.StatusNotFound, apiError{Error: "This address serves the pgbus dashboard alone (pgbus dashboard), without an MCP endpoint: " +
 		"point the MCP client at a pgbus serve --transport http, which serves /mcp next to the same dashboard, or have it start pgbus serve (stdio)."})
 }

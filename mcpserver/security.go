@@ -64,45 +64,13 @@ type Security struct {
 	trusted      []netip.Prefix  // reverse proxies, for the client in logs
 	open         map[string]bool // paths that need no bearer token: the probes
 	guesses      *throttle.Limiter
-	refusals     refusals
+	// refusals paces the log of refused requests, each status told once
+	// a minute, so that a scanner or a client left with an old token does
+	// not fill the log with a line per request.
+	refusals quietlog.ByCode
 	// forwarderTold is set once the log said that requests come through
 	// a proxy not named as trusted.
 	forwarderTold atomic.Bool
-}
-
-// refusals paces the log of refused requests: each status is told at its
-// first time, then once a minute (quietlog.Every) with the count of those
-// refused meanwhile, so that a scanner or a client left with an old token
-// does not fill the log with a line per request.
-type refusals struct {
-	mu sync.Mutex
-	by map[int]*refusal
-}
-
-type refusal struct {
-	told  time.Time
-	quiet int
-}
-
-// due reports whether a refusal of status code at now is logged, and how
-// many of that status were refused unlogged since the last one logged.
-func (r *refusals) due(code int, now time.Time) (told bool, quiet int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.by == nil {
-		r.by = map[int]*refusal{}
-	}
-	f := r.by[code]
-	if f == nil {
-		f = &refusal{}
-		r.by[code] = f
-	}
-	if !f.told.IsZero() && now.Sub(f.told) < quietlog.Every {
-		f.quiet++
-		return false, 0
-	}
-	quiet, f.quiet, f.told = f.quiet, 0, now
-	return true, quiet
 }
 
 // Bearer token throttling: a client (an address, or the client a trusted
@@ -476,7 +444,7 @@ func hasBody(r *http.Request) bool {
 }
 
 func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	if told, quiet := s.refusals.due(code, time.Now()); told {
+	if told, quiet := s.refusals.Due(code, time.Now()); told {
 		s.log.Warn("pgbus: HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
 			"remote", r.RemoteAddr, "client", clientaddr.Name(r, s.trusted), "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg,
 			"refused_unlogged", quiet)

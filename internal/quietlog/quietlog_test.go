@@ -27,3 +27,26 @@ func TestLog(t *testing.T) {
 		t.Fatal("a failure after a success was not told at once")
 	}
 }
+
+// Failures of each code are told at their first time and then once a
+// minute, with the count of those met untold meanwhile; codes are paced
+// apart.
+func TestByCode(t *testing.T) {
+	t.Parallel()
+	var b quietlog.ByCode
+	start := time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)
+	if told, quiet := b.Due(404, start); !told || quiet != 0 {
+		t.Fatalf("first 404: told %v, quiet %d; want told, 0", told, quiet)
+	}
+	for s := 1; s <= 10; s++ {
+		if told, _ := b.Due(404, start.Add(time.Duration(s)*time.Second)); told {
+			t.Fatalf("a 404 %ds after the first was told", s)
+		}
+	}
+	if told, _ := b.Due(401, start.Add(5*time.Second)); !told {
+		t.Fatal("the first 401, after 404s, was not told")
+	}
+	if told, quiet := b.Due(404, start.Add(61*time.Second)); !told || quiet != 10 {
+		t.Fatalf("a 404 a minute later: told %v, quiet %d; want told, 10", told, quiet)
+	}
+}
