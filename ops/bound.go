@@ -138,6 +138,15 @@ func givenUp(ctx context.Context, err error) (*callBound, bool) {
 	return b, errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
+// callerCancelled reports whether the context the caller gave the call
+// made with ctx was cancelled (not the call's own bound).
+func callerCancelled(ctx context.Context) bool {
+	if b, ok := ctx.Value(callBoundKey{}).(*callBound); ok {
+		ctx = b.outer
+	}
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
 // callerDeadlinePassed reports whether the deadline of the context the
 // caller gave the call made with ctx has passed (not the call's own bound).
 func callerDeadlinePassed(ctx context.Context) bool {

@@ -90,6 +90,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = callerStopped{err: *err}
 		return
 	}
+	if errors.Is(*err, context.Canceled) && callerCancelled(ctx) && !carriesSteps(*err) {
+		*err = callerCancelledError{err: *err}
+		return
+	}
 	if errors.As(*err, &done) {
 		// A queue or DLQ not found may be the whole schema missing: pgmq's
 		// catalog is read first, and on a database never migrated it lacks

@@ -106,3 +106,13 @@ func (e callerStopped) Error() string {
 	return fmt.Sprintf("stopped: the deadline of the caller's context passed before the call finished (%v)", e.err)
 }
 func (e callerStopped) Unwrap() []error { return []error{context.DeadlineExceeded, e.err} }
+
+// callerCancelledError is the error of a call its caller cancelled before
+// it finished (a client gone, an interrupt): its audit entry and its
+// log say so, not the driver's bare "context canceled".
+type callerCancelledError struct{ err error }
+
+func (e callerCancelledError) Error() string {
+	return fmt.Sprintf("stopped: the caller cancelled the call before it finished (its client went away, or it was interrupted): %v", e.err)
+}
+func (e callerCancelledError) Unwrap() error { return e.err }
