@@ -440,7 +440,7 @@ func newExecHandler(spec Spec, onDisk bool) (*execHandler, engine.HandlerOptions
 		value, vars, _, err := expandOption("env", "variable "+name, o.Env[name], onDisk)
 		switch {
 		case err != nil:
-			return nil, engine.HandlerOptions{}, err
+			return nil, engine.HandlerOptions{}, entryAt(err, key)
 		case strings.ContainsRune(value, 0):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a NUL character")
 		}

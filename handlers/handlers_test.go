@@ -120,3 +120,33 @@ func TestDemoPanicsAndTimeouts(t *testing.T) {
 		t.Fatalf("timeout: %v (%s), context %v; want the context's deadline", err, engine.ErrorClass(err), ctx.Err())
 	}
 }
+
+// OptionProblem says which option of a block a problem is about, and the
+// key it is at: an entry of headers or env is named in the reason, not in
+// front of it, where the reason would read as its value.
+func TestOptionProblem(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		spec                handlers.Spec
+		key, at, reasonFrom string
+	}{
+		{handlers.Spec{Type: "http", Options: map[string]any{"url": "http://h/", "headers": map[string]any{"Accept": "x", "X-Two": []any{"b"}}}},
+			"headers", "headers.X-Two", "in header X-Two, expected text, got a list"},
+		{handlers.Spec{Type: "http", Options: map[string]any{"url": "http://h/", "headers": map[string]any{"Authorization": "Bearer ${MY-TOKEN}"}}},
+			"headers", "headers.Authorization", "in header Authorization, ${MY-TOKEN} is not a variable reference"},
+		{handlers.Spec{Type: "exec", Options: map[string]any{"command": []any{"/bin/true"}, "env": map[string]any{"MODE": map[string]any{"a": 1}}}},
+			"env", "env.MODE", "in variable MODE, expected text, got a mapping"},
+		{handlers.Spec{Type: "exec", Options: map[string]any{"command": []any{"/bin/true"}, "on_exit": map[string]any{"3": map[string]any{"action": "retry", "backof": "1s"}}}},
+			"on_exit.3.backof", "on_exit.3.backof", "unknown option; the options here are action, backoff"},
+		{handlers.Spec{Type: "demo", Options: map[string]any{"url": "x"}}, "url", "url", "unknown option"},
+	} {
+		_, _, err := handlers.Build(c.spec)
+		key, at, reason, ok := handlers.OptionProblem(err)
+		if !ok || key != c.key || at != c.at || !strings.HasPrefix(reason, c.reasonFrom) {
+			t.Errorf("%+v: OptionProblem(%v) = %q, %q, %q, %v; want %q, %q, %q...", c.spec, err, key, at, reason, ok, c.key, c.at, c.reasonFrom)
+		}
+	}
+	if _, _, _, ok := handlers.OptionProblem(errors.New("x")); ok {
+		t.Error("OptionProblem of an error about no option says ok")
+	}
+}

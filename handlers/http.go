@@ -344,7 +344,7 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 		value, vars, known, err := expandOption("headers", "header "+name, o.Headers[name], resolve)
 		switch {
 		case err != nil:
-			return nil, engine.HandlerOptions{}, err
+			return nil, engine.HandlerOptions{}, entryAt(err, key)
 		case known && !httpguts.ValidHeaderFieldValue(value):
 			return nil, engine.HandlerOptions{}, optionErrorf(key, "the value holds a control character (a line break, NUL, ESC, DEL, ...), which a header cannot carry; remove it (a tab is allowed)")
 		}

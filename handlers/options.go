@@ -261,10 +261,14 @@ func (rs *Rules) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // optionError is a problem with one option of a handler block; Key is its
-// dotted path, such as breaker.cool_off.
+// dotted path, such as breaker.cool_off. at, when set, is the path of the
+// entry below it the problem is at (headers.Authorization), which Key
+// leaves out and the reason names: after "Authorization: ", the reason
+// would read as the header's value, and its first word be redacted.
 type optionError struct {
 	Key    string
 	Reason string
+	at     string
 }
 
 func (e *optionError) Error() string {
@@ -282,12 +286,47 @@ func optionErrorf(key, format string, args ...any) error {
 func prefixError(key string, err error) error {
 	var oe *optionError
 	if errors.As(err, &oe) {
-		if oe.Key == "" {
-			return &optionError{Key: key, Reason: oe.Reason}
+		at := oe.at
+		if at != "" {
+			at = key + "." + at
 		}
-		return &optionError{Key: key + "." + oe.Key, Reason: oe.Reason}
+		if oe.Key == "" {
+			return &optionError{Key: key, Reason: oe.Reason, at: at}
+		}
+		return &optionError{Key: key + "." + oe.Key, Reason: oe.Reason, at: at}
 	}
 	return &optionError{Key: key, Reason: yamlerr.Reason(err)}
+}
+
+// entryAt marks err, a problem with an entry of a mapping that its
+// reason names (a header, a variable of env), as being at the entry's
+// key path, such as headers.Authorization.
+func entryAt(err error, at string) error {
+	var oe *optionError
+	if errors.As(err, &oe) && oe.at == "" {
+		return &optionError{Key: oe.Key, Reason: oe.Reason, at: at}
+	}
+	return err
+}
+
+// OptionProblem says where in a handler block the problem err, an error
+// of Build or Check, is: key is the option's dotted path in the block
+// (timeout, breaker.cool_off, on_exit.3.backoff, command[0]), and at the
+// path of the key the problem is at, key itself or an entry below it
+// that the reason names (headers.Authorization, env.API_TOKEN: in
+// "headers.Authorization: ...", the reason would read as the header's
+// value). reason is the problem without the handler type and key. ok is
+// false for an error about no one option, such as an unknown type.
+func OptionProblem(err error) (key, at, reason string, ok bool) {
+	var oe *optionError
+	if !errors.As(err, &oe) || oe.Key == "" {
+		return "", "", "", false
+	}
+	at = oe.at
+	if at == "" {
+		at = oe.Key
+	}
+	return oe.Key, at, oe.Reason, true
 }
 
 // typeError wraps a problem with a handler block in the form the command
@@ -360,6 +399,11 @@ func decodeNode(n *yaml.Node, out any) error {
 		}
 		val = quotedBool(val, f.Type())
 		if err := val.Decode(f.Addr().Interface()); err != nil {
+			if noun, ok := entryNouns[k]; ok {
+				if err := entryError(val, f.Type(), noun); err != nil {
+					return prefixError(k, err)
+				}
+			}
 			return prefixError(k, err)
 		}
 	}
@@ -384,6 +428,35 @@ func quotedBool(n *yaml.Node, t reflect.Type) *yaml.Node {
 		return &b
 	}
 	return n
+}
+
+// entryNouns name the entries of the mappings of text a handler block
+// has, by their option, in errors: their names are not put in front of a
+// reason (see optionError). The rules of on_status and on_exit name
+// their entries themselves.
+var entryNouns = map[string]string{"headers": "header", "env": "variable"}
+
+// entryError finds, in n, a mapping that did not decode into a map of
+// type t, the first entry that does not, and returns its problem, the
+// entry named in the reason as a noun ("in header X-Two, ...") and marked
+// as being at its key. It returns nil when n is no such mapping.
+func entryError(n *yaml.Node, t reflect.Type, noun string) error {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode || t.Kind() != reflect.Map || t.Key().Kind() != reflect.String {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			return nil
+		}
+		if err := n.Content[i+1].Decode(reflect.New(t.Elem()).Interface()); err != nil {
+			return &optionError{Reason: "in " + noun + " " + k.Value + ", " + yamlerr.Reason(err), at: k.Value}
+		}
+	}
+	return nil
 }
 
 // wholeNumbers refuses a number with a fraction (1.5) where n decodes

@@ -129,9 +129,9 @@ func TestBadConfigFile(t *testing.T) {
 	cases := []struct{ name, text, says string }{
 		{"unknown top-level key", "databse_url: x\n", `:1: databse_url: unknown key "databse_url"; known keys here: database_url`},
 		{"unknown queue key", "queues:\n  orders:\n    max_retry: 3\n", `:3: queues.orders.max_retry: unknown key "max_retry"`},
-		{"unknown handler type", "queues:\n  orders:\n    handler: {type: carrier_pigeon}\n", `:3: queues.orders.handler: unknown handler type "carrier_pigeon"; use one of: `},
+		{"unknown handler type", "queues:\n  orders:\n    handler: {type: carrier_pigeon}\n", `:3: queues.orders.handler.type: unknown handler type "carrier_pigeon"; use one of: `},
 		{"missing handler type", "queues:\n  orders:\n    handler: {timeout: 1s}\n", `queues.orders.handler.type: missing`},
-		{"unknown handler option", "queues:\n  orders:\n    handler: {type: demo, url: x}\n", `handler type demo: url: unknown option; the options here are latency`},
+		{"unknown handler option", "queues:\n  orders:\n    handler: {type: demo, url: x}\n", `:3: queues.orders.handler.url: unknown option; the options here are latency`},
 		{"negative concurrency", "queues:\n  orders:\n    concurrency: -3\n", `:3: queues.orders.concurrency: -3 is out of range`},
 		{"negative max_retries", "queues:\n  orders:\n    max_retries: -1\n", `:3: queues.orders.max_retries: -1 is out of range`},
 		{"zero max_retries", "queues:\n  orders:\n    max_retries: 0\n", `:3: queues.orders.max_retries: 0 is out of range 1..1000`},

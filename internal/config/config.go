@@ -345,9 +345,16 @@ func (f *File) Path() string {
 // Errorf returns an *Error about key (a dotted path such as
 // queues.orders.handler), with the line of that key when the file has it.
 func (f *File) Errorf(key, format string, args ...any) error {
-	e := &Error{File: f.Path(), Key: key, Reason: fmt.Sprintf(format, args...)}
+	return f.errorAt(key, key, fmt.Sprintf(format, args...))
+}
+
+// errorAt returns an *Error about key with the line of the key at, a
+// path at or below key (an entry the reason names), or of the nearest key
+// above it the file has.
+func (f *File) errorAt(key, at, reason string) *Error {
+	e := &Error{File: f.Path(), Key: key, Reason: reason}
 	if f != nil {
-		for k := key; k != ""; k = parentKey(k) {
+		for k := at; k != ""; k = parentKey(k) {
 			if line, ok := f.lines[k]; ok {
 				e.Line = line
 				break
@@ -357,7 +364,14 @@ func (f *File) Errorf(key, format string, args ...any) error {
 	return e
 }
 
+// parentKey returns the path k is under: a.b of a.b.c, and of a.b[2],
+// an item of a list, which has no line of its own.
 func parentKey(k string) string {
+	if strings.HasSuffix(k, "]") {
+		if i := strings.LastIndexByte(k, '['); i > 0 {
+			return k[:i]
+		}
+	}
 	if i := strings.LastIndexByte(k, '.'); i >= 0 {
 		return k[:i]
 	}

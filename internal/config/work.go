@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -89,7 +90,7 @@ func (f *File) CheckHandlers() error {
 	for _, name := range f.QueueNames() {
 		if h := f.Queues[name].Handler; h != nil {
 			if err := handlers.Check(*h); err != nil {
-				return f.Errorf("queues."+name+".handler", "%v", err)
+				return f.handlerError(name, *h, err)
 			}
 		}
 	}
@@ -103,10 +104,26 @@ func (f *File) checkHandlers(queues []WorkQueue, p WorkPlan) error {
 			if p.Handler != "" {
 				return fmt.Errorf("queue %s: handler %q%s: %v; a handler that takes options (http's url, exec's command) is configured in the file, under queues.%s.handler", q.Name, p.Handler, p.HandlerFrom, err, q.Name)
 			}
-			return f.Errorf("queues."+q.Name+".handler", "%v", err)
+			return f.handlerError(q.Name, q.Handler, err)
 		}
 	}
 	return nil
+}
+
+// handlerError is err, a problem with the handler block h of queue name,
+// about the key it is about, at its line: the option's
+// (queues.orders.handler.on_exit.3.backoff), or the type's for a type
+// there is not, else the block's.
+func (f *File) handlerError(name string, h handlers.Spec, err error) error {
+	block := "queues." + name + ".handler"
+	if !slices.Contains(handlers.Types(), h.Type) {
+		return f.Errorf(block+".type", "%v", err)
+	}
+	key, at, reason, ok := handlers.OptionProblem(err)
+	if !ok {
+		return f.Errorf(block, "%v", err)
+	}
+	return f.errorAt(block+"."+key, block+"."+at, reason)
 }
 
 // parseQueueSpec reads NAME or NAME:CONCURRENCY.

@@ -180,3 +180,50 @@ func TestReplacedHandlerArticle(t *testing.T) {
 		}
 	}
 }
+
+// A problem with one option of a handler block is reported at the line of
+// that option's own key, with its whole key path; a header's or a
+// variable's is named in the reason, where its name would otherwise make
+// the reason read as its value (and be redacted as one).
+func TestHandlerOptionErrorsNameTheirKeyAndLine(t *testing.T) {
+	const exec = "queues:\n  v1:\n    handler:\n      type: exec\n      command: [/bin/true]\n"
+	const http = "queues:\n  v1:\n    handler:\n      type: http\n      url: http://127.0.0.1:1/\n"
+	for _, c := range []struct{ name, file, want string }{
+		{"a typo of a rule's key", exec + "      on_exit:\n        3:\n          action: retry\n          backof: 1s\n",
+			"config v.yaml:9: queues.v1.handler.on_exit.3.backof: unknown option"},
+		{"a typo of a rule's key, in flow style", exec + "      on_exit: {3: {action: retry, backof: 1s}}\n",
+			"config v.yaml:6: queues.v1.handler.on_exit.3.backof: unknown option"},
+		{"a typo of timeout", exec + "      timout: 5s\n",
+			"config v.yaml:6: queues.v1.handler.timout: unknown option"},
+		{"a value of the wrong type", exec + "      discard_exit_codes: [3]\n      retry_exit_codes: 75\n",
+			"config v.yaml:7: queues.v1.handler.retry_exit_codes: expected a list"},
+		{"a typo in the breaker", exec + "      breaker:\n        failure_treshold: 3\n",
+			"config v.yaml:7: queues.v1.handler.breaker.failure_treshold: unknown option"},
+		{"a value out of range in the breaker", exec + "      breaker:\n        failure_threshold: 0\n",
+			"config v.yaml:7: queues.v1.handler.breaker.failure_threshold: 0 is out of range"},
+		{"an unknown type", "queues:\n  v1:\n    handler:\n      type: smtp\n",
+			`config v.yaml:4: queues.v1.handler.type: unknown handler type "smtp"`},
+		{"a list as a header's value", http + "      headers:\n        Accept: text/plain\n        X-Two: [b]\n",
+			"config v.yaml:8: queues.v1.handler.headers: in header X-Two, expected text, got a list"},
+		{"a list as a header's value, in flow style", http + "      headers: {X-Two: [b]}\n",
+			"config v.yaml:6: queues.v1.handler.headers: in header X-Two, expected text, got a list"},
+		{"a broken reference in a header", http + "      headers:\n        Accept: text/plain\n        Authorization: \"Bearer ${MY-TOKEN}\"\n",
+			"config v.yaml:8: queues.v1.handler.headers: in header Authorization, "},
+		{"a list as a variable's value", exec + "      env:\n        MODE: [a]\n",
+			"config v.yaml:7: queues.v1.handler.env: in variable MODE, expected text, got a list"},
+		{"a program given by a relative path", "queues:\n  v1:\n    handler:\n      type: exec\n      timeout: 5s\n      command: [bin/charge]\n",
+			`config v.yaml:6: queues.v1.handler.command: program "bin/charge" is a relative path`},
+	} {
+		f, err := config.Parse("v.yaml", []byte(c.file))
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if err := f.CheckHandlers(); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: CheckHandlers: %v\nwant it to start with %q", c.name, err, c.want)
+		}
+		if _, err := f.WorkQueues(config.WorkPlan{}); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: WorkQueues: %v\nwant it to start with %q", c.name, err, c.want)
+		}
+	}
+}
