@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -753,11 +754,13 @@ func (c *Client) breakerUses() (map[string]store.BreakerConfig, map[string][]sto
 	for i, q := range c.cfg.Queues {
 		worked[i] = q.Name
 	}
-	for kind, h := range c.kinds {
-		use(h, worked, kind)
+	// In the order of their names, so that a conflict is told in the same
+	// words at every start.
+	for _, kind := range slices.Sorted(maps.Keys(c.kinds)) {
+		use(c.kinds[kind], worked, kind)
 	}
-	for queue, h := range c.defaults {
-		use(h, []string{queue}, "")
+	for _, queue := range slices.Sorted(maps.Keys(c.defaults)) {
+		use(c.defaults[queue], []string{queue}, "")
 	}
 	return breakers, users, conflict
 }

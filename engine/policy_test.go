@@ -729,3 +729,27 @@ func TestPolynomialPolicyMaxUnderTheBackoff(t *testing.T) {
 		t.Fatalf("retried %s after the failure; want the policy's max of %s, under the polynomial's 3s", d, p.BackoffMax)
 	}
 }
+
+// Handlers that name one breaker with different settings are refused in
+// the same words whatever the order of the maps they are registered in:
+// the queues and kinds in the order of their names.
+func TestBreakerConflictWordedInOneOrder(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	noop := func(context.Context, *engine.Job) error { return nil }
+	c := pgtest.NewClient(t, s, "bq_alpha", func(cfg *engine.Config) {
+		cfg.Queues = append(cfg.Queues, engine.QueueConfig{Name: "bq_beta", Concurrency: 1}, engine.QueueConfig{Name: "bq_gamma", Concurrency: 1})
+	})
+	loose := store.BreakerConfig{Name: "shared", FailureThreshold: 5, CoolOff: time.Second, MaxCoolOff: time.Minute}
+	tight := loose
+	tight.FailureThreshold = 2
+	c.HandleQueue("bq_alpha", noop, engine.HandlerOptions{Breaker: &loose})
+	c.HandleQueue("bq_beta", noop, engine.HandlerOptions{Breaker: &loose})
+	c.HandleQueue("bq_gamma", noop, engine.HandlerOptions{Breaker: &tight})
+	const want = `(failure threshold 5, cool-off 1s up to 1m0s for queue bq_alpha, queue bq_beta, failure threshold 2, cool-off 1s up to 1m0s for queue bq_gamma)`
+	for range 20 {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Validate = %v; want it to say %s", err, want)
+		}
+	}
+}

@@ -23,8 +23,8 @@ queues:
     handler: {type: exec, command: [/bin/sh, -c, "exit 0"], breaker: {name: shared}}
 `)
 	msg := d.fails(t, 2, "--config", cfg, "work", "--until-idle")
-	if !strings.Contains(msg, `circuit breaker "shared" is configured twice with different settings`) || !strings.Contains(msg, "queue sha") || !strings.Contains(msg, "queue shnew") {
-		t.Fatalf("work with a breaker configured twice: %q; want the refusal naming both queues", msg)
+	if !strings.Contains(msg, `cfg.yaml:7: queues.shnew.handler.breaker: circuit breaker "shared" is configured twice with different settings`) || !strings.Contains(msg, "for queue sha (line 5)") || !strings.Contains(msg, "for queue shnew;") {
+		t.Fatalf("work with a breaker configured twice: %q; want the refusal at the second's line, naming both queues and the first's line", msg)
 	}
 	out := d.ok(t, "queues")
 	if strings.Contains(out, "shnew") || queuesRow(t, out, "sha")["MAX RUNS"] != "10" {

@@ -349,19 +349,23 @@ func (f *File) Errorf(key, format string, args ...any) error {
 }
 
 // errorAt returns an *Error about key with the line of the key at, a
-// path at or below key (an entry the reason names), or of the nearest key
-// above it the file has.
+// path at or below key (an entry the reason names).
 func (f *File) errorAt(key, at, reason string) *Error {
-	e := &Error{File: f.Path(), Key: key, Reason: reason}
-	if f != nil {
-		for k := at; k != ""; k = parentKey(k) {
-			if line, ok := f.lines[k]; ok {
-				e.Line = line
-				break
-			}
+	return &Error{File: f.Path(), Key: key, Reason: reason, Line: f.lineOf(at)}
+}
+
+// lineOf returns the line of key, or of the nearest key above it the file
+// has; 0 when it has none.
+func (f *File) lineOf(key string) int {
+	if f == nil {
+		return 0
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if line, ok := f.lines[k]; ok {
+			return line
 		}
 	}
-	return e
+	return 0
 }
 
 // parentKey returns the path k is under: a.b of a.b.c, and of a.b[2],

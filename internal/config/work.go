@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -97,17 +98,50 @@ func (f *File) CheckHandlers() error {
 	return nil
 }
 
-// checkHandlers builds the handler of every queue once.
+// checkHandlers builds the handler of every queue once, and refuses
+// handlers that name one circuit breaker with different settings.
 func (f *File) checkHandlers(queues []WorkQueue, p WorkPlan) error {
+	type use struct {
+		queue string
+		cfg   store.BreakerConfig
+	}
+	breakers := map[string]use{}
 	for _, q := range queues {
-		if _, _, err := handlers.Build(q.Handler); err != nil {
+		_, opts, err := handlers.Build(q.Handler)
+		if err != nil {
 			if p.Handler != "" {
 				return fmt.Errorf("queue %s: handler %q%s: %v; a handler that takes options (http's url, exec's command) is configured in the file, under queues.%s.handler", q.Name, p.Handler, p.HandlerFrom, err, q.Name)
 			}
 			return f.handlerError(q.Name, q.Handler, err)
 		}
+		b := opts.Breaker
+		if b == nil {
+			continue
+		}
+		if prev, ok := breakers[b.Name]; ok && prev.cfg != *b {
+			return f.breakerConflict(b.Name, prev.queue, prev.cfg, q.Name, *b)
+		}
+		breakers[b.Name] = use{q.Name, *b}
 	}
 	return nil
+}
+
+// breakerConflict is the refusal of queue b's handler, whose circuit
+// breaker name is queue a's with other settings: which settings the
+// shared breaker took would depend on which process started last.
+func (f *File) breakerConflict(name, a string, ac store.BreakerConfig, b string, bc store.BreakerConfig) error {
+	first := "queue " + a
+	if line := f.lineOf("queues." + a + ".handler.breaker"); line > 0 {
+		first += fmt.Sprintf(" (line %d)", line)
+	}
+	return f.Errorf("queues."+b+".handler.breaker",
+		"circuit breaker %q is configured twice with different settings: %s for %s, %s for queue %s; handlers that name one breaker share it, as http handlers of one host:port do unless their breaker has a name: give their breakers the same settings, or one a name of its own (breaker: {name: %s})",
+		name, breakerSettings(ac), first, breakerSettings(bc), b, b)
+}
+
+// breakerSettings writes a breaker's settings as its block's keys.
+func breakerSettings(c store.BreakerConfig) string {
+	return fmt.Sprintf("failure_threshold %d, cool_off %s, max_cool_off %s", c.FailureThreshold, ops.FormatAge(c.CoolOff), ops.FormatAge(c.MaxCoolOff))
 }
 
 // handlerError is err, a problem with the handler block h of queue name,

@@ -227,3 +227,50 @@ func TestHandlerOptionErrorsNameTheirKeyAndLine(t *testing.T) {
 		}
 	}
 }
+
+// Handlers that name one circuit breaker with different settings (two http
+// handlers of one host:port, whose breaker is named after it) are refused
+// when the work is planned, at the line of the second one's breaker,
+// naming both queues, the line of the first, and what to do; in the same
+// words whatever the order of the maps the handlers come from.
+func TestOneBreakerTwoSettingsNamesTheQueuesAndLines(t *testing.T) {
+	f, err := config.Parse("v.yaml", []byte(`queues:
+  zeta:
+    handler:
+      type: http
+      url: http://127.0.0.1:56200/b
+  alpha:
+    handler:
+      type: http
+      url: http://127.0.0.1:56200/a
+      breaker: {failure_threshold: 3}
+  other:
+    handler: {type: http, url: "http://127.0.0.1:56201/a", breaker: {failure_threshold: 4}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `config v.yaml:3: queues.zeta.handler.breaker: circuit breaker "http:127.0.0.1:56200" is configured twice with different settings: failure_threshold 3, cool_off 10s, max_cool_off 5m for queue alpha (line 10), failure_threshold 5, cool_off 10s, max_cool_off 5m for queue zeta; `
+	var first string
+	for i := range 20 {
+		_, err := f.WorkQueues(config.WorkPlan{})
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "give their breakers the same settings, or one a name of its own") {
+			t.Fatalf("WorkQueues: %v\nwant it to start with %q and say what to do", err, want)
+		}
+		if i == 0 {
+			first = err.Error()
+		} else if err.Error() != first {
+			t.Fatalf("the refusal changed from one plan to the next:\n%s\n%s", first, err)
+		}
+	}
+	// Named apart, or given the same settings, they are fine.
+	for _, fix := range []string{"breaker: {failure_threshold: 3, name: alpha}", "breaker: {failure_threshold: 5}"} {
+		g, err := config.Parse("v.yaml", []byte("queues:\n  zeta:\n    handler: {type: http, url: http://127.0.0.1:56200/b}\n  alpha:\n    handler: {type: http, url: http://127.0.0.1:56200/a, "+fix+"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.WorkQueues(config.WorkPlan{}); err != nil {
+			t.Errorf("with %s: %v", fix, err)
+		}
+	}
+}
