@@ -20,7 +20,9 @@ const DefaultSummaryEvery = 30 * time.Second
 const shortMessage = 200
 
 // JobLog is an engine.Observer that logs what a person watching the
-// workers needs at the info level: each dead-letter, and from Run a line
+// workers needs at the info level: each dead-letter and each discard (a
+// handler's engine.Discard, an on_status or on_exit rule, a
+// discard_exit_codes code), and from Run a line
 // per queue of what it did since the last line (nothing while idle) and a
 // line per queue for the whole run at the end. Successes and retries are
 // only counted; NewClient logs each job at debug. A queue is named as its
@@ -68,7 +70,9 @@ func NewJobLog(log *slog.Logger) *JobLog {
 func (l *JobLog) JobStarted(ctx context.Context, _ *engine.Job) context.Context { return ctx }
 
 // JobFinished implements engine.Observer: it counts the outcome and logs
-// a dead-letter at info, with its error redacted and shortened.
+// a dead-letter or a discard at info, with its error redacted and
+// shortened; a discard with the archive that keeps the message, marked
+// with the pgbus_discarded header, until the queue's archive retention.
 func (l *JobLog) JobFinished(_ context.Context, job *engine.Job, f engine.Finish) {
 	queue := job.Queue
 	l.mu.Lock()
@@ -81,7 +85,7 @@ func (l *JobLog) JobFinished(_ context.Context, job *engine.Job, f engine.Finish
 		c.add(f.Outcome)
 	}
 	l.mu.Unlock()
-	if f.Outcome != engine.OutcomeDeadLettered {
+	if f.Outcome != engine.OutcomeDeadLettered && f.Outcome != engine.OutcomeDiscarded {
 		return
 	}
 	msg := ""
@@ -89,7 +93,17 @@ func (l *JobLog) JobFinished(_ context.Context, job *engine.Job, f engine.Finish
 		msg = shorten(f.Err.Error())
 	}
 	// A kind another producer wrote into the queue can be of any length.
-	l.log.Info("pgbus: job dead-lettered", "queue", queue, "msg_id", job.ID, "kind", clipBytes(job.Kind, engine.MaxKindBytes), "reason", f.Reason,
+	kind := clipBytes(job.Kind, engine.MaxKindBytes)
+	if f.Outcome == engine.OutcomeDiscarded {
+		// The message is in no DLQ: its line says where it is. The queue
+		// is the physical one its message was read from, whose archive
+		// keeps it.
+		l.log.Info("pgbus: job discarded: archived with header pgbus_discarded, not dead-lettered",
+			"queue", queue, "msg_id", job.ID, "kind", kind, "attempt", job.Attempt, "error_class", f.ErrorClass, "error", msg,
+			"archive", "pgmq.a_"+queue)
+		return
+	}
+	l.log.Info("pgbus: job dead-lettered", "queue", queue, "msg_id", job.ID, "kind", kind, "reason", f.Reason,
 		"attempt", job.Attempt, "error_class", f.ErrorClass, "error", msg)
 }
 

@@ -16,8 +16,9 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// At the info level, Work with a JobLog logs each dead-letter with its
-// queue, id, kind, class and redacted error, a line per queue while work
+// At the info level, Work with a JobLog logs each dead-letter and each
+// discard with its queue, id, kind, class and redacted error (a discard
+// with the archive that keeps it), a line per queue while work
 // happens and a summary at the end; successes and retries are not logged
 // one by one.
 func TestJobLogAtInfo(t *testing.T) {
@@ -43,7 +44,10 @@ func TestJobLogAtInfo(t *testing.T) {
 	client.Handle("bad", func(context.Context, *engine.Job) error {
 		return engine.NonRetryable(fmt.Errorf("card rejected with Authorization: Bearer %s %s", secret, strings.Repeat("and more ", 100)))
 	})
-	for kind, n := range map[string]int{"ok": 5, "flaky": 3, "bad": 2} {
+	client.Handle("stale", func(context.Context, *engine.Job) error {
+		return engine.Discard(fmt.Errorf("order already shipped, token %s", secret))
+	})
+	for kind, n := range map[string]int{"ok": 5, "flaky": 3, "bad": 2, "stale": 1} {
 		for i := range n {
 			pgtest.Send(t, client, q.Name, i, engine.SendOptions{Kind: kind})
 		}
@@ -56,13 +60,25 @@ func TestJobLogAtInfo(t *testing.T) {
 	if n := strings.Count(out, "job dead-lettered"); n != 2 {
 		t.Errorf("%d dead-letters logged, want 2:\n%s", n, out)
 	}
+	if n := strings.Count(out, "job discarded"); n != 1 {
+		t.Errorf("%d discards logged, want 1:\n%s", n, out)
+	}
+	archive := "pgmq.a_" + q.Name
 	for _, want := range []string{"queue=" + q.Name, "kind=bad", "reason=non_retryable_error", "error_class=", "[REDACTED]",
+		"kind=stale", "archive=" + archive, "discarded=1",
 		"in the last interval", "summary of this run", "succeeded=8", "retried=3", "dead_lettered=2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the log lacks %q:\n%s", want, out)
 		}
 	}
+	// The discarded message is where its line says, with its mark.
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM `+archive+` WHERE headers->>'pgbus_discarded' = 'true'`); n != 1 {
+		t.Errorf("%d messages in %s marked discarded; want the one the log names", n, archive)
+	}
 	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "job discarded") && (!strings.Contains(line, "msg_id=") || !strings.Contains(line, "error_class=") || !strings.Contains(line, "error=")) {
+			t.Errorf("a discard's line without its id, class or error: %s", line)
+		}
 		if strings.Contains(line, "job dead-lettered") && len(line) > 600 {
 			t.Errorf("a dead-letter line of %d characters; want its error shortened: %s", len(line), line)
 		}
