@@ -175,7 +175,7 @@ func New(opts Options) *Metrics {
 			Help: "MCP tool calls this server answered, by tool and result: ok, error (a tool error the caller can fix), unavailable (the database did not answer), failed (a protocol error), cancelled (its client cancelled it, went away or ended its session first) or asked (answered with a question for the user, whose answer comes in a call of its own)."},
 			[]string{"tool", "result"}),
 		queueMessages: prometheus.NewDesc("pgbus_queue_messages",
-			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay, snoozed, or given back unfinished by a worker that stopped).",
+			"Messages in each queue by state: visible (ready to run), in_flight (being run), waiting_retry (failed, waiting for their backoff) and scheduled (sent with a delay, snoozed, or given back by a stopped worker while its handler ignored the stop).",
 			[]string{"queue", "state"}, nil),
 		estimated: prometheus.NewDesc("pgbus_queue_messages_estimated",
 			"1 when the queue's visible count is PostgreSQL's estimate of its table's rows less those behind the visibility timeout (a table of more than 1,000,000 messages or 32 MB, which is not counted row by row at each read), several percent off; 0 when it was counted.",

@@ -20,7 +20,7 @@ type QueueStats struct {
 	Visible      int64 `json:"visible" jsonschema_description:"Ready to run now"`
 	InFlight     int64 `json:"in_flight" jsonschema_description:"Held by a worker right now"`
 	WaitingRetry int64 `json:"waiting_retry" jsonschema_description:"Failed and waiting for their next attempt"`
-	Scheduled    int64 `json:"scheduled" jsonschema_description:"Not yet due: sent with a delay, snoozed (a circuit breaker was open), or given back unfinished by a worker that stopped (visible again after the visibility timeout, the attempt not counted)"`
+	Scheduled    int64 `json:"scheduled" jsonschema_description:"Not yet due: sent with a delay, snoozed (a circuit breaker was open), or given back by a stopped worker while its handler ignored the stop (visible again after the visibility timeout, the attempt not counted; one whose handler returned is visible at once, counted in visible)"`
 	// Ages in seconds; 0 when there is no such message.
 	OldestAgeSeconds        float64 `json:"oldest_age_seconds" jsonschema_description:"Seconds since the oldest message in the queue was sent; 0 when the queue is empty"`
 	OldestVisibleAgeSeconds float64 `json:"oldest_visible_age_seconds" jsonschema_description:"Seconds the message ready longest has been ready to run (since it was sent, or since its delay or retry backoff ended); 0 when none is ready. A growing value means the backlog is not draining"`

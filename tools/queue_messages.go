@@ -11,7 +11,7 @@ import (
 // QueueMessagesInput is the input of pgbus_queue_messages.
 type QueueMessagesInput struct {
 	Queue          string `json:"queue" jsonschema_description:"Queue name (orders)."`
-	State          string `json:"state,omitempty" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled" jsonschema_description:"Only messages in this state: waiting (ready to run), in_flight (held by a worker), retrying (failed, waiting for the next attempt), scheduled (delayed, snoozed, or given back unfinished by a worker that stopped). Omit for all."`
+	State          string `json:"state,omitempty" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled" jsonschema_description:"Only messages in this state: waiting (ready to run), in_flight (held by a worker), retrying (failed, waiting for the next attempt), scheduled (delayed, snoozed, or given back by a stopped worker while its handler ignored the stop: it runs again after the visibility timeout; one whose handler returned is waiting at once). Omit for all."`
 	Cursor         string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same queue and state. Omit for the first page."`
 	Limit          *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=25" jsonschema_description:"Messages per page: 1 to 100, default 25."`
 	IncludePayload bool   `json:"include_payload,omitempty" jsonschema_description:"Return payloads too (up to 4 KB each). Shown only when the server runs with --allow-payloads; secrets are redacted."`

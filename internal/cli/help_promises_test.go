@@ -228,3 +228,17 @@ func TestNoHelpOffersEmptyValues(t *testing.T) {
 		t.Errorf("dashboard --base-path pgbus: exit %d, %q; want exit 2 saying to leave it out to serve at /", r.code, r.stderr)
 	}
 }
+
+// What queue messages --help says of a job a stopping worker gave back is
+// what work --help says, and what the worker does: visible again at once
+// when its handler returned on the stop, after the visibility timeout
+// only when the handler ignored it, so that it is scheduled only then.
+func TestGivenBackJobsHelpSaysWhenTheyRunAgain(t *testing.T) {
+	t.Parallel()
+	for _, path := range [][]string{{"work"}, {"queue", "messages"}} {
+		help := strings.Join(strings.Fields(pgbus(t, nil, append(path, "--help")...).stdout), " ")
+		if !strings.Contains(help, "visible again at once") || !strings.Contains(help, "ignored the") && !strings.Contains(help, "ignores the") {
+			t.Errorf("pgbus %s --help does not say that a job given back runs again at once unless its handler ignored the stop:\n%s", strings.Join(path, " "), help)
+		}
+	}
+}

@@ -324,9 +324,11 @@ and its latest failures (identical failures in a row as one entry with
 their count; --full-history lists each). Use it to see what is failing
 before it reaches the DLQ (--state retrying) or what a stalled queue holds.
 Scheduled messages are not due yet: sent with a delay, snoozed while a
-circuit breaker was open, or given back unfinished by a worker that
-stopped (a deploy's drain ran out), which does not count as an attempt
-and runs again after the visibility timeout.
+circuit breaker was open, or given back by a worker that stopped (a
+deploy's drain ran out) while their handler ignored the stop, which runs
+them again after the visibility timeout. A message whose handler returned
+on the stop is visible again at once (waiting). Neither counts as an
+attempt.
 A queue with priority levels lists every level in the order workers read
 them, level 0 first, each message with its LEVEL (priority in --json);
 name one level (QUEUE_p1) to list that level alone. --state and the pages
