@@ -120,6 +120,17 @@ headers is replaced by the environment variable NAME at start ($${NAME} is
 a literal ${NAME}), as in the http handler's url and headers and the exec
 handler's env; an unset one stops pgbus with the key that uses it.
 
+Job kinds: a queue's handler block runs every message of its queue,
+whatever its kind (the pgbus_kind header; an exec handler's command gets it
+in PGBUS_KIND), under the queue's retry settings and the block's rules,
+which go by status or exit code (on_status, on_exit), not by kind. The file
+has no per-kind policy: a Go program that embeds the engine gives a kind a
+handler and a policy of its own with engine.Client.Handle(kind, fn,
+engine.HandlerOptions{Retry: &policy, Policies: ..., Timeout: ...,
+Breaker: ...}), which takes that kind's messages on every queue the client
+works, ahead of the queue's handler (handlers.Build turns a handler block
+into fn and its options).
+
 pgbus work works the file's queues (unless --queue or PGBUS_QUEUES names
 others), creating those that are missing and storing their retry settings in
 the database, where every worker process shares them. pgbus queue create NAME

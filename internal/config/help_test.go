@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -80,4 +82,32 @@ func yamlKeys(t reflect.Type) []string {
 		}
 	}
 	return keys
+}
+
+// The file has no per-kind policy: a queue's handler block runs every
+// kind of its messages. The help and the README say so, and that per-kind
+// policies are a Go program's (engine.Client.Handle), where the README
+// advertises them.
+func TestPerKindPoliciesAreSaidToBeGos(t *testing.T) {
+	help := strings.Join(strings.Fields(config.Help()), " ")
+	for _, want := range []string{"whatever its kind", "engine.Client.Handle(kind"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("pgbus help config does not say %q", want)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := strings.Join(strings.Fields(string(raw)), " ")
+	if !strings.Contains(readme, "per-kind overrides from Go") {
+		t.Error("README.md advertises per-kind overrides without saying they are set from Go")
+	}
+	_, section, _ := strings.Cut(readme, "## Configuration")
+	section, _, _ = strings.Cut(section, "## Behind PgBouncer")
+	for _, want := range []string{"whatever its kind", "engine.Client.Handle(kind"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("README.md's Configuration does not say %q", want)
+		}
+	}
 }
