@@ -177,9 +177,9 @@ const (
 // that it leaves room for the lines before it. The values of env are secrets but
 // those of the system's variables (PATH, HOME, LANG, ...) and of names
 // that say they hold a place or a setting (_DIR, _HOST, _MODE, ...):
-// each exact occurrence of one (of MinSentSecret characters or more) in
-// what the command writes is hidden before the failure is stored or
-// logged. So are the values of command's options named like a secret's
+// each occurrence of one (of MinSentSecret characters or more) in what
+// the command writes, as given or encoded (JSON-escaped, percent-encoded,
+// in HTML or base64), is hidden before the failure is stored or logged. So are the values of command's options named like a secret's
 // key (--token VALUE, --api-key=VALUE, -password VALUE; not -p, which
 // many programs take for a port), what of an argument that is a URL the
 // http handler's url hides (its password, query values and token-shaped

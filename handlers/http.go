@@ -75,9 +75,10 @@ const MaxRetryAfter = time.Hour
 // value of its query (?token=...&sig=..., whatever the key), and the
 // segments of its path that look like a token (16 characters or more, no
 // dot, with a run of 8 letters and digits or more mixing both; a UUID
-// too). Each exact occurrence of one (of MinSentSecret characters or
-// more) in the response body, a redirect's location or a transport error
-// is hidden before the failure is stored or logged, as is a credential
+// too). Each occurrence of one (of MinSentSecret characters or more) in
+// the response body, a redirect's location or a transport error, as sent
+// or encoded (JSON-escaped, percent-encoded, in HTML or base64), is
+// hidden before the failure is stored or logged, as is a credential
 // such as Bearer 3f9c... without its scheme, and the password as the
 // request's Basic credential. Failures quote url without its credentials
 // and query, with each token-shaped segment as [REDACTED]:

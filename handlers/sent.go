@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/pgbus/pgbus/internal/redact"
@@ -22,10 +24,13 @@ import (
 // "bad key 3f9c...", a command printing its environment) would have it
 // stored in the dead-letter block and the failure history, logged and
 // shown, were the handler not to hide the values it knows it sent. Which
-// values those are, HTTPOptions and ExecOptions say. Each exact
-// occurrence is replaced by the redaction marker in the response body, a
-// redirect's location, a transport error, or the command's stderr or
-// stdout, before anything is stored, logged or shown.
+// values those are, HTTPOptions and ExecOptions say. Each occurrence is
+// replaced by the redaction marker in the response body, a redirect's
+// location, a transport error, or the command's stderr or stdout, before
+// anything is stored, logged or shown: written as it was sent, in base64,
+// or in the escapes a downstream writes text in (JSON's \/, \" and
+// \u00e9, percent-encoding's %2F in either case and + for a blank, HTML's
+// &amp; and &#39;), any of them mixed.
 const MinSentSecret = 8
 
 // plainHeaders are the headers whose values describe the request's body
@@ -126,10 +131,25 @@ type sentSecrets [][]byte
 
 // add takes v as a secret, without the blanks around it (a header is sent
 // without them, and a command printing a value may pad it), unless it is
-// shorter than MinSentSecret.
+// shorter than MinSentSecret; and v in base64, as a downstream may quote
+// a value it decodes or logs encoded (standard, with its padding and
+// without, and URL-safe): 12 characters or more of a value's own, which
+// no other text holds by chance. The other encodings of v are found where
+// it is hidden (see encodedEnd).
 func (s *sentSecrets) add(v string) {
 	v = strings.TrimSpace(v)
-	if utf8.RuneCountInString(v) < MinSentSecret || slices.ContainsFunc(*s, func(b []byte) bool { return string(b) == v }) {
+	if utf8.RuneCountInString(v) < MinSentSecret {
+		return
+	}
+	s.put(v)
+	s.put(base64.StdEncoding.EncodeToString([]byte(v)))
+	s.put(base64.RawStdEncoding.EncodeToString([]byte(v)))
+	s.put(base64.RawURLEncoding.EncodeToString([]byte(v)))
+}
+
+// put takes v as a secret as it is, unless it has it already.
+func (s *sentSecrets) put(v string) {
+	if slices.ContainsFunc(*s, func(b []byte) bool { return string(b) == v }) {
 		return
 	}
 	*s = append(*s, []byte(v))
@@ -510,13 +530,11 @@ func secretOption(arg string) (name, value string, inline bool) {
 // no output holds.
 const sentMark = "\uE000sent\uE000"
 
-// mark returns b with every occurrence of a secret replaced by sentMark;
-// b itself when it holds none.
+// mark returns b with every occurrence of a secret, as written or encoded
+// (see encodedEnd), replaced by sentMark; b itself when it holds none.
 func (s sentSecrets) mark(b []byte) []byte {
 	for _, v := range s {
-		if bytes.Contains(b, v) {
-			b = bytes.ReplaceAll(b, v, []byte(sentMark))
-		}
+		b = replaceEncoded(b, v, []byte(sentMark))
 	}
 	return b
 }
@@ -524,14 +542,231 @@ func (s sentSecrets) mark(b []byte) []byte {
 // unmark turns the marks of mark into redact.Marker.
 func unmark(t string) string { return strings.ReplaceAll(t, sentMark, redact.Marker) }
 
-// hideString returns t with every occurrence of a secret replaced by
-// redact.Marker: for text that is not a downstream's output, which
-// shownText hides them in, but may quote it.
+// hideString returns t with every occurrence of a secret, as written or
+// encoded, replaced by redact.Marker: for text that is not a downstream's
+// output, which shownText hides them in, but may quote it.
 func (s sentSecrets) hideString(t string) string {
+	b := []byte(t)
 	for _, v := range s {
-		t = strings.ReplaceAll(t, string(v), redact.Marker)
+		b = replaceEncoded(b, v, []byte(redact.Marker))
 	}
-	return t
+	return string(b)
+}
+
+// replaceEncoded returns b with every occurrence of v in it, as written
+// or encoded (see encodedEnd), replaced by with; b itself when it holds
+// none.
+func replaceEncoded(b, v, with []byte) []byte {
+	var out []byte
+	var at [][]int // encodedEnd's, made at its first use
+	last, found := 0, false
+	for i := 0; i < len(b); i++ {
+		if !mayStart(b[i], v[0]) {
+			continue
+		}
+		end := encodedEnd(b, i, v, &at)
+		if end < 0 {
+			continue
+		}
+		out = append(append(out, b[last:i]...), with...)
+		last, found = end, true
+		i = end - 1
+	}
+	if !found {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// mayStart reports whether the byte c of a text may start a value whose
+// first byte is first: as itself or as an escape's first byte.
+func mayStart(c, first byte) bool {
+	return c == first || c == '%' || c == '\\' || c == '&'
+}
+
+// encodedEnd returns where an occurrence of v that starts at t[i] ends,
+// the furthest one, or -1 when none starts there. Each character of v may
+// be written as itself or in one of the escapes of the text a downstream
+// writes (decodedAt): JSON's (\/, \", \\, \n, \u00e9 and a pair of
+// surrogates for a character beyond them, its hex in either case),
+// percent-encoding's (%2F, %c3%a9, + for a blank) and HTML's (&amp;, &lt;,
+// &#39;, &#xE9;), one character in one, the next in another. Only text
+// that decodes to v is taken for it, so no other text is hidden. at is
+// room for the search, kept from one call to the next.
+func encodedEnd(t []byte, i int, v []byte, at *[][]int) int {
+	first, n := decodedAt(t, i)
+	if !slices.ContainsFunc(first[:n], func(u decodedUnit) bool { return bytes.HasPrefix(v, u.b[:u.n]) }) {
+		return -1 // most places: no search
+	}
+	// reach[k] are the offsets in t after which v[:k] has been read from
+	// i.
+	if *at == nil {
+		*at = make([][]int, len(v)+1)
+	}
+	reach := *at
+	for k := range reach {
+		reach[k] = reach[k][:0]
+	}
+	reach[0] = append(reach[0], i)
+	for k, furthest := 0, 0; k < len(v) && k <= furthest; k++ {
+		for _, j := range reach[k] {
+			units, n := decodedAt(t, j)
+			for _, u := range units[:n] {
+				if next := k + u.n; next <= len(v) && bytes.Equal(u.b[:u.n], v[k:next]) && len(reach[next]) < maxReach &&
+					!slices.Contains(reach[next], j+u.size) {
+					reach[next] = append(reach[next], j+u.size)
+					furthest = max(furthest, next)
+				}
+			}
+		}
+	}
+	if len(reach[len(v)]) == 0 {
+		return -1
+	}
+	return slices.Max(reach[len(v)])
+}
+
+// maxReach bounds how many ends of a start of a value encodedEnd follows
+// at once. Text reads as a start of a value in more than one way only
+// where the value holds a byte that starts an escape (\, %, &), written
+// both as it is and escaped: a value of many backslashes in a text of
+// many would otherwise be followed in as many ways.
+const maxReach = 4
+
+// decodedUnit is what size bytes of a text stand for: the bytes b[:n].
+type decodedUnit struct {
+	b       [utf8.UTFMax]byte
+	n, size int
+}
+
+// decodedAt returns the ways t[j:] starts: its byte as it is and, where
+// an escape starts there, what the escape stands for.
+func decodedAt(t []byte, j int) (units [2]decodedUnit, n int) {
+	if j >= len(t) {
+		return units, 0
+	}
+	units[0] = decodedUnit{b: [utf8.UTFMax]byte{t[j]}, n: 1, size: 1}
+	n = 1
+	rest := t[j:]
+	var r rune = -1
+	size := 0
+	switch rest[0] {
+	case '+':
+		r, size = ' ', 1
+	case '%':
+		if len(rest) >= 3 {
+			if c, ok := hexValue(rest[1:3]); ok {
+				units[1] = decodedUnit{b: [utf8.UTFMax]byte{byte(c)}, n: 1, size: 3}
+				return units, 2
+			}
+		}
+	case '\\':
+		r, size = jsonEscape(rest)
+	case '&':
+		r, size = htmlEscape(rest)
+	}
+	if size > 0 && r >= 0 {
+		u := decodedUnit{size: size}
+		u.n = utf8.EncodeRune(u.b[:], r)
+		units[1], n = u, 2
+	}
+	return units, n
+}
+
+// jsonEscaped returns the character JSON writes as a backslash and c (\'
+// is JavaScript's), or -1 when there is none.
+func jsonEscaped(c byte) rune {
+	switch c {
+	case '"', '\\', '/', '\'':
+		return rune(c)
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return -1
+}
+
+// jsonEscape reads the JSON escape s starts with (\n, \/, \u00e9, or two
+// of \uXXXX for a surrogate pair) and returns the character it stands
+// for and its length; 0 when s starts with none.
+func jsonEscape(s []byte) (rune, int) {
+	if len(s) < 2 {
+		return 0, 0
+	}
+	if r := jsonEscaped(s[1]); r >= 0 {
+		return r, 2
+	}
+	if s[1] != 'u' || len(s) < 6 {
+		return 0, 0
+	}
+	r, ok := hexValue(s[2:6])
+	switch {
+	case !ok:
+		return 0, 0
+	case !utf16.IsSurrogate(rune(r)):
+		return rune(r), 6
+	case len(s) >= 12 && s[6] == '\\' && s[7] == 'u':
+		if low, ok := hexValue(s[8:12]); ok {
+			if pair := utf16.DecodeRune(rune(r), rune(low)); pair != utf8.RuneError {
+				return pair, 12
+			}
+		}
+	}
+	return 0, 0
+}
+
+// htmlEntities are the named entities HTML escapes write.
+var htmlEntities = map[string]rune{"amp": '&', "lt": '<', "gt": '>', "quot": '"', "apos": '\''}
+
+// htmlEscape reads the HTML entity s starts with (&amp;, &#39;, &#xE9;)
+// and returns the character it stands for and its length; 0 when s
+// starts with none.
+func htmlEscape(s []byte) (rune, int) {
+	end := bytes.IndexByte(s[:min(len(s), 10)], ';')
+	if end < 2 {
+		return 0, 0
+	}
+	name := string(s[1:end])
+	if r, ok := htmlEntities[name]; ok {
+		return r, end + 1
+	}
+	base, digits := 10, strings.TrimPrefix(name, "#")
+	if digits == name {
+		return 0, 0
+	}
+	if hex, ok := strings.CutPrefix(strings.ToLower(digits), "x"); ok {
+		base, digits = 16, hex
+	}
+	r, err := strconv.ParseUint(digits, base, 21)
+	if err != nil || digits == "" || digits[0] == '+' || !utf8.ValidRune(rune(r)) {
+		return 0, 0
+	}
+	return rune(r), end + 1
+}
+
+// hexValue is the value of the hex digits h, in either case.
+func hexValue(h []byte) (int, bool) {
+	v := 0
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | int(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | int(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | int(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
 }
 
 // hiddenError is an error whose text had sent secrets hidden; it unwraps

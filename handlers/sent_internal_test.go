@@ -1,6 +1,9 @@
 package handlers
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"html"
 	"maps"
 	"net/url"
 	"reflect"
@@ -128,5 +131,67 @@ func TestURLAndArgumentSecretRules(t *testing.T) {
 	got = s.hideString("ak7Hx2Pq9Wm4Zc6T sv3Nb8Kd5Rt1Yw6Q pw3Nb8Kd5Rt1Yw6Q --log-level=debugging 54329999 -tk3Nb8Kd5Rt1Yw6Q Ada Lovelace /srv/out/report.json Ux5mR8tY2wQ9pL4nK7vB3cZ6 Qs4Lp8Wz2Nx6")
 	if want := "[REDACTED] [REDACTED] [REDACTED] --log-level=debugging 54329999 -tk3Nb8Kd5Rt1Yw6Q Ada Lovelace /srv/out/report.json [REDACTED] [REDACTED]"; got != want {
 		t.Errorf("the arguments' secrets hide\n%s, want\n%s", got, want)
+	}
+}
+
+// A downstream says a secret back encoded as it writes its own text: in
+// JSON (PHP's json_encode writes / as \/ and every letter outside ASCII
+// as \uXXXX, Go's json writes <, > and & as \u003c...), percent-encoded
+// (as a query or a path writes it, its hex in either case), in HTML, or in
+// base64. Each form is hidden, whole, with what stands around it kept; a
+// text that only starts like an encoded secret, or decodes to another
+// value, is kept as it is.
+func TestSentSecretsAreHiddenEncoded(t *testing.T) {
+	t.Parallel()
+	const (
+		slashy = "Zq9/Wk3+Lm7/Pn2=Xy5v"
+		marked = `Ab<7&Cd"9\Ef'2>`
+		accent = "pässwört/Kx9😀"
+		lines  = "line-one-Kx9\nline-two-Lm2"
+	)
+	var s sentSecrets
+	s.addHeader(slashy)
+	s.add(marked)
+	s.add(accent)
+	s.add(lines)
+	goJSON := func(v string) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b[1 : len(b)-1])
+	}
+	forms := []string{
+		`Zq9\/Wk3+Lm7\/Pn2=Xy5v`,       // PHP's json_encode
+		url.QueryEscape(slashy),        // Zq9%2FWk3%2BLm7%2FPn2%3DXy5v
+		`Zq9%2fWk3%2bLm7%2fPn2%3dXy5v`, // its hex in lower case
+		url.PathEscape(slashy),         // Zq9%2FWk3+Lm7%2FPn2=Xy5v
+		base64.StdEncoding.EncodeToString([]byte(slashy)),
+		base64.RawURLEncoding.EncodeToString([]byte(slashy)),
+		goJSON(marked), // Ab\u003c7\u0026Cd\"9\\Ef'2\u003e
+		`Ab\u003C7\u0026Cd\"9\\Ef\u00272\u003E`,
+		html.EscapeString(marked), // Ab&lt;7&amp;Cd&#34;9\Ef&#39;2&gt;
+		url.QueryEscape(marked),
+		`p\u00e4ssw\u00f6rt\/Kx9\ud83d\ude00`, // PHP's json_encode
+		url.QueryEscape(accent),
+		"p&#228;ssw&#xF6;rt/Kx9&#128512;",
+		goJSON(lines), // line-one-Kx9\nline-two-Lm2
+		url.QueryEscape(lines),
+	}
+	for _, form := range forms {
+		in := `{"error":"bad key ` + form + `","hint":"100%25 sure \/ \u00e9"}`
+		want := `{"error":"bad key [REDACTED]","hint":"100%25 sure \/ \u00e9"}`
+		if got := shownText([]byte(in), false, s); got != want {
+			t.Errorf("shownText of %s\n  = %s\nwant %s", form, got, want)
+		}
+		if got := s.hideString("GET https://h.example/x?k=" + form + ": EOF"); got != "GET https://h.example/x?k=[REDACTED]: EOF" {
+			t.Errorf("hideString of %s = %s", form, got)
+		}
+	}
+	for _, kept := range []string{`Zq9\/Wk3+Lm7\/Pn2=Xy5`, `Zq9\/Wk3+Lm7\/Pn2%3Xy5v`, `Zq9\/Wk3+Lm7\/Pn2\u003dXy5w`, `Zq9\\/Wk3+Lm7/Pn2=Xy5v`,
+		`p\u00e4ssw\u00f6rt\/Kx9\ud83d`, "Ab&lt7&amp;Cd&#34;9\\Ef&#39;2&gt;", `100% \u12 \ud83d &#; &#x; & %`} {
+		if got := s.hideString(kept); got != kept {
+			t.Errorf("hideString(%s) = %s, want it kept", kept, got)
+		}
 	}
 }

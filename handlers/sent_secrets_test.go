@@ -530,3 +530,54 @@ func TestMessageArgumentsKeepTheirWords(t *testing.T) {
 		wantHiddenKept(t, h.what, storedTexts(t, s, h.queue, dlqIDs[h.id]), h.secrets, h.plain)
 	}
 }
+
+// A downstream that says a secret back in its own encoding, as a PHP
+// service's 401 quotes the key it refused in JSON (json_encode writes /
+// as \/) and a command its variable (as JSON, with the letters outside
+// ASCII as \uXXXX, and percent-encoded), has it hidden in the failure
+// message and the failure history, as the exact value is.
+func TestSentSecretsAreHiddenWhenEchoedEncoded(t *testing.T) {
+	t.Parallel()
+	const (
+		key     = "Zq9/Wk3+Lm7/Pn2=Xy5v"
+		escaped = `Zq9\/Wk3+Lm7\/Pn2=Xy5v`
+		cred    = "pässwört/Kx9+Lm2"
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprintf(w, `{"error":"invalid api key","key":"%s"}`, strings.ReplaceAll(r.Header.Get("X-Api-Key"), "/", `\/`))
+	}))
+	defer srv.Close()
+	script := writeScript(t, t.TempDir(), "echo.sh",
+		`printf '{"level":"error","msg":"login refused","cred":"p\\u00e4ssw\\u00f6rt\\/Kx9+Lm2"}\n' >&2`+"\n"+
+			`printf 'GET /login?cred=p%%C3%%A4ssw%%C3%%B6rt%%2FKx9%%2BLm2 401\n' >&2`+"\nexit 3\n")
+	for _, c := range []struct {
+		what, block string
+		secrets     []string
+		plain       string
+	}{
+		{"the http handler's header", fmt.Sprintf("type: http\nurl: %s/hook\nheaders: {X-Api-Key: %q}", srv.URL, key), []string{key, escaped}, "invalid api key"},
+		{"the exec handler's env", fmt.Sprintf("type: exec\ncommand: [/bin/sh, %s]\nenv: {ACME_CRED_VALUE: %q}", script, cred),
+			[]string{cred, `p\u00e4ssw\u00f6rt\/Kx9+Lm2`, "p%C3%A4ssw%C3%B6rt%2FKx9%2BLm2"}, "login refused"},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			fn, _ := mustBuild(t, specFromYAML(t, c.block+"\nbreaker: {enabled: false}"))
+			err := fn(context.Background(), &engine.Job{Queue: "q", ID: 1, Attempt: 1, Payload: []byte(`{}`), IdempotencyKey: "q:1"})
+			var oe engine.OutputError
+			if err == nil || !errors.As(err, &oe) {
+				t.Fatalf("error %v; want a failure with the downstream's output", err)
+			}
+			for what, text := range map[string]string{"message": err.Error(), "failure history": oe.FailureOutput().Text} {
+				for _, secret := range c.secrets {
+					if strings.Contains(text, secret) {
+						t.Errorf("the %s shows %s: %s", what, secret, text)
+					}
+				}
+				if !strings.Contains(text, ops.Redacted) || !strings.Contains(text, c.plain) {
+					t.Errorf("the %s lacks %s or %q: %s", what, ops.Redacted, c.plain, text)
+				}
+			}
+		})
+	}
+}
