@@ -138,7 +138,14 @@ const (
 	// and people, not secrets.
 	secretTextSuffix = `(?:[_-]?(?:value|hash|base|old|new|b64|base64|enc|encrypted|digest|plain))?`
 	secretTextSep    = `\\?["']?\s*(?::=|=>|==|[:=]|%3[Dd])\s*`
-	secretTextScheme = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
+	// secretTextBareSep is secretTextSep before a value not quoted: an =
+	// (:=, => ...) followed by a blank gives one only with a blank
+	// before it too (password = hunter2); key= and a blank is an empty
+	// value, as a command printing its environment writes one (token=
+	// db=), and the next word is no secret of its. A colon takes blanks
+	// after it (password: hunter2).
+	secretTextBareSep = `\\?["']?(?:\s*:\s*|\s+(?::=|=>|==|=|%3[Dd])\s*|(?::=|=>|==|=|%3[Dd]))`
+	secretTextScheme  = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
 )
 
 // secretText finds secrets in free text: error messages, backtraces,
@@ -183,7 +190,7 @@ var secretText = []secretPattern{
 	// what follows it hidden; a number may be written in groups (card
 	// numbers). A value does not start with = or >, the rest of a
 	// separator (=> "quoted", hidden by the patterns above).
-	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\=>][^\s"',;&)}\]\\]*)`), hints: secretKeyHints, keyed: true},
+	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextBareSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\=>][^\s"',;&)}\]\\]*)`), hints: secretKeyHints, keyed: true},
 	// In a sentence: "with password hunter2", "the secret is 'a b'": a
 	// password's or secret's key, blanks (maybe "is" or "was"), then a
 	// value that is quoted or holds a digit or a symbol, as a secret does
@@ -415,7 +422,9 @@ func valueEnd(s string, keep, end int) int {
 // the key ends a path (see inPath), or it ends a name that an error
 // chain's ": " follows, as queues and job kinds are named
 // ("enqueue to refresh_token: connection refused"), and the value is what
-// such a chain goes on with (see afterName). A key=value, a key:value
+// such a chain goes on with (see afterName), or, after a signature's or a
+// cookie's name and ": ", the first word of a sentence (see startsProse).
+// A key=value, a key:value
 // without the space and a value after an authorization scheme
 // ("Authorization: Token ...") are a secret's whatever the value. Whether
 // the key also names a queue is not asked: a queue named refresh_token is
@@ -429,7 +438,31 @@ func (p secretPattern) letThrough(s string, start, keep, end int) bool {
 		return notSecret(value) || p.startsWithKey(value)
 	}
 	key := s[start:keep]
-	return strings.HasSuffix(key, ": ") && (afterName(key, value) || isCount(key, value, s[end:]))
+	return strings.HasSuffix(key, ": ") && (afterName(key, value) || isCount(key, value, s[end:]) || startsProse(key, value))
+}
+
+// proseKeys name what prose speaks of as often as a secret: after one of
+// them and ": ", a word of letters alone starts a sentence (x509: invalid
+// signature: parent certificate cannot sign this kind of certificate;
+// securecookie: the value is not valid), which no signature or cookie is.
+// The names of passwords, tokens and secrets are not among them: a
+// password may be a word.
+var proseKeys = []string{"signature", "cookie", "cookies"}
+
+// startsProse reports whether value, after key (a key of its own, then
+// ": "), is the word that starts a sentence rather than a secret: the key
+// is one of proseKeys and the value a word of small letters, its first
+// maybe a capital.
+func startsProse(key, value string) bool {
+	if !slices.Contains(proseKeys, strings.ToLower(strings.TrimRight(key, " \t\"':\\"))) {
+		return false
+	}
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; (c < 'a' || c > 'z') && (i > 0 || c < 'A' || c > 'Z') {
+			return false
+		}
+	}
+	return value != ""
 }
 
 // bareWord reports whether key, a match's key and separator, is one of

@@ -122,6 +122,34 @@ func TestTextKeepsWhatIsNoSecret(t *testing.T) {
 		"bypass: true":     "bypass: true",
 		"tests passed: 42": "tests passed: 42",
 		"compass: north":   "compass: north",
+		// A key= followed by a blank has an empty value, as a command
+		// printing its environment writes it; the next word is another
+		// variable's. With blanks on both sides, = still gives a value.
+		"token= db= pw=":                "token= db= pw=",
+		"DB_PASSWORD=\nLOG_LEVEL=debug": "DB_PASSWORD=\nLOG_LEVEL=debug",
+		"api_key=\tregion=eu":           "api_key=\tregion=eu",
+		"password = hunter2 then":       "password = [REDACTED] then",
+		"password =hunter2 then":        "password =[REDACTED] then",
+		"token := abc123 then":          "token := [REDACTED] then",
+		`token= "a quoted value" then`:  `token= "[REDACTED]" then`,
+		// Prose after a signature's or a cookie's name and ": ", a word
+		// of letters, which no signature nor cookie value is: Go's
+		// certificate errors, gorilla's securecookie.
+		"x509: invalid signature: parent certificate cannot sign this kind of certificate": "x509: invalid signature: parent certificate cannot sign this kind of certificate",
+		"x509: cannot verify signature: insecure algorithm SHA1-RSA":                       "x509: cannot verify signature: insecure algorithm SHA1-RSA",
+		"securecookie: the value is not valid":                                             "securecookie: the value is not valid",
+		"Signature: Parent certificate":                                                    "Signature: Parent certificate",
+		// A value that holds a digit or a symbol is one; so is any after
+		// a password's, a token's or a secret's name, or without the
+		// blank.
+		"signature: 3f9c2a7be1d4 rejected":         "signature: [REDACTED] rejected",
+		"X-Hub-Signature: sha256=9f8e7d6c then":    "X-Hub-Signature: [REDACTED] then",
+		"signature:parent certificate":             "signature:[REDACTED] certificate",
+		"signature=parent certificate":             "signature=[REDACTED] certificate",
+		"Cookie: session=abc123; theme=dark":       "Cookie: [REDACTED]; theme=dark",
+		"password: parent certificate":             "password: [REDACTED] certificate",
+		"signature_value: parent certificate":      "signature_value: [REDACTED] certificate",
+		"signature: AbCdEfGhIjKlMnOpQrSt rejected": "signature: [REDACTED] rejected",
 	} {
 		got, _ := redact.Text(in)
 		if got != want {

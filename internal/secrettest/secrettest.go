@@ -112,6 +112,11 @@ var textSecrets = []struct{ name, text, value string }{
 	{"smtp_pass=", "mailer: smtp_pass=Sm7pSecret rejected", "Sm7pSecret"},
 	{"social_security_number=", "kyc failed: social_security_number=078-05-1122 mismatch", "078-05-1122"},
 	{"password%3D in a URL's query", "redirect to /login?next=%2Fapp%3Fpassword%3DPctEnc0ded9%26x%3D1 refused", "PctEnc0ded9"},
+	// Next to what redaction lets through as prose or an empty value: a
+	// signature's value after a certificate error's words, a key= with
+	// its value after empty ones in an environment printed.
+	{"signature: after a certificate error", "x509: invalid signature: sig-9f8e7d6c5b4a (parent certificate) rejected", "sig-9f8e7d6c5b4a"},
+	{"key= among empty ones", "env: TOKEN= DB_PASSWORD=Dbpw4471x LOG_LEVEL= HOME=/app", "Dbpw4471x"},
 	// Tokens recognisable by their shape.
 	{"gitlab token", "clone failed with glpat-AbCdEfGhIjKlMnOpQrSt12", "glpat-AbCdEfGhIjKlMnOpQrSt12"},
 	{"npm token", "publish failed with npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"},
