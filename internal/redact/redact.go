@@ -146,6 +146,12 @@ const (
 	// after it (password: hunter2).
 	secretTextBareSep = `\\?["']?(?:\s*:\s*|\s+(?::=|=>|==|=|%3[Dd])\s*|(?::=|=>|==|=|%3[Dd]))`
 	secretTextScheme  = `(?:(?:bearer|basic|token|digest|bot|apikey|negotiate|oauth)\s+)?`
+	// jsonEscapedChar is a character of a value as JSON may escape it
+	// and a value not quoted, which ends at a backslash, does not: / as
+	// \/ (PHP's json_encode writes it so), a letter outside ASCII as
+	// \u00e9. Other escapes stand for what ends such a value (\", \n,
+	// \u0026 for &) and end it.
+	jsonEscapedChar = `\\/|\\u(?:00[89a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|[1-9a-fA-F][0-9a-fA-F]{3})`
 )
 
 // secretText finds secrets in free text: error messages, backtraces,
@@ -161,9 +167,10 @@ var secretText = []secretPattern{
 	{re: regexp.MustCompile(`(-----BEGIN [A-Z ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), hints: []string{"-----begin "}},
 	// Passwords in URLs and DSNs: scheme://user:password@host. A password
 	// may hold an @ that was not escaped: the host follows the last one.
-	{re: regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)[^\s/]+@`), tail: "@", hints: []string{"://"}, start: schemeStart},
+	// In JSON as PHP writes it, :// is :\/\/.
+	{re: regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*:(?://|\\/\\/)[^/\s:@]*:)[^\s/]+@`), tail: "@", hints: []string{"://", `:\/\/`}, start: schemeStart},
 	// Bearer and basic credentials.
-	{re: regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)[A-Za-z0-9._~+/=-]{6,}`), hints: []string{"bearer", "basic"}},
+	{re: regexp.MustCompile(`(?i)(\b(?:bearer|basic)\s+)(?:[A-Za-z0-9._~+/=-]|\\/){6,}`), hints: []string{"bearer", "basic"}},
 	// "key": "value", key="a value with spaces", and JSON quoted in text
 	// (\"key\":\"value\", as %q writes a request body into an error):
 	// everything up to the closing quote.
@@ -190,7 +197,7 @@ var secretText = []secretPattern{
 	// what follows it hidden; a number may be written in groups (card
 	// numbers). A value does not start with = or >, the rest of a
 	// separator (=> "quoted", hidden by the patterns above).
-	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextBareSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|[^\s"',;&)}\]\\=>][^\s"',;&)}\]\\]*)`), hints: secretKeyHints, keyed: true},
+	{re: regexp.MustCompile(`(?i)(` + secretTextKey + secretTextBareSep + secretTextScheme + `)(?:\d+(?:[ -]\d+)+\b|(?:[^\s"',;&)}\]\\=>]|` + jsonEscapedChar + `)(?:[^\s"',;&)}\]\\]|` + jsonEscapedChar + `)*)`), hints: secretKeyHints, keyed: true},
 	// In a sentence: "with password hunter2", "the secret is 'a b'": a
 	// password's or secret's key, blanks (maybe "is" or "was"), then a
 	// value that is quoted or holds a digit or a symbol, as a secret does
@@ -214,7 +221,7 @@ var secretText = []secretPattern{
 	{re: regexp.MustCompile(`()\bwhsec_[A-Za-z0-9+/=]{20,}`), hints: []string{"whsec_"}},
 	{re: regexp.MustCompile(`()\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`), hints: []string{"sg."}},
 	// A Slack webhook's URL is its secret: everything after services/.
-	{re: regexp.MustCompile(`(hooks\.slack\.com/(?:services|workflows)/)[A-Za-z0-9/_-]+`), hints: []string{"hooks.slack.com/"}},
+	{re: regexp.MustCompile(`(hooks\.slack\.com\\?/(?:services|workflows)\\?/)(?:[A-Za-z0-9/_-]|\\/)+`), hints: []string{"hooks.slack.com/", `hooks.slack.com\/`}},
 }
 
 // Parts of the patterns of a quoted key: its quote (maybe escaped, as in

@@ -335,3 +335,29 @@ func TestTextHidesWhatPayloadsHide(t *testing.T) {
 		}
 	}
 }
+
+// A value in JSON as PHP's json_encode writes it (/ as \/, a letter
+// outside ASCII as \u00e9), quoted in an error, is hidden whole, as the
+// same text unescaped is; an escape that stands for what ends a value
+// (\u0026 for &, \" for a quote) ends it there too.
+func TestTextHidesJSONEscapedValues(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"error":"token=Zq9\/Wk3+Lm7\/Pn2=Xy5v rejected"}`:                        `{"error":"token=[REDACTED] rejected"}`,
+		`{"error":"password: p\u00e4ssw\u00f6rt99, try again"}`:                    `{"error":"password: [REDACTED], try again"}`,
+		`{"error":"Authorization: Bearer Bt7\/Qw2+Er5\/Ty8=Ui9o refused"}`:         `{"error":"Authorization: Bearer [REDACTED] refused"}`,
+		`{"error":"dial postgres:\/\/app:DsnPw4471x@db\/app refused"}`:             `{"error":"dial postgres:\/\/app:[REDACTED]@db\/app refused"}`,
+		`{"url":"https:\/\/hooks.slack.com\/services\/T0AB12\/B0CD34\/XyZ987abc"}`: `{"url":"https:\/\/hooks.slack.com\/services\/[REDACTED]"}`,
+		`{"query":"api_key=ak9Zq3v\u0026region=eu"}`:                               `{"query":"api_key=[REDACTED]\u0026region=eu"}`,
+		`{"query":"api_key=ak9Zq3v\"}`:                                             `{"query":"api_key=[REDACTED]\"}`,
+		`{"path":"C:\\tokens\\api_key=ak9Zq3v"}`:                                   `{"path":"C:\\tokens\\api_key=[REDACTED]"}`,
+	} {
+		got, _ := redact.Text(in)
+		if got != want {
+			t.Errorf("Text(%s)\n  = %s\nwant %s", in, got, want)
+		}
+		if again, n := redact.Text(got); again != got || n != 0 {
+			t.Errorf("Text(%s), redacted again, = %s (%d hidden)", got, again, n)
+		}
+	}
+}

@@ -117,6 +117,13 @@ var textSecrets = []struct{ name, text, value string }{
 	// its value after empty ones in an environment printed.
 	{"signature: after a certificate error", "x509: invalid signature: sig-9f8e7d6c5b4a (parent certificate) rejected", "sig-9f8e7d6c5b4a"},
 	{"key= among empty ones", "env: TOKEN= DB_PASSWORD=Dbpw4471x LOG_LEVEL= HOME=/app", "Dbpw4471x"},
+	// In JSON as PHP's json_encode writes it, quoted in an error: / as \/
+	// and every letter outside ASCII as \uXXXX.
+	{"token= in JSON as PHP writes it", `401 Unauthorized: {"error":"bad login token=Zq9\/Wk3+Lm7\/Pn2=Xy5vQ8"}`, "Pn2=Xy5vQ8"},
+	{"password= in JSON as PHP writes it", `401 Unauthorized: {"error":"login failed: password=p\u00e4ssw\u00f6rtPw9917"}`, "rtPw9917"},
+	{"bearer in JSON as PHP writes it", `403 Forbidden: {"error":"refused Authorization: Bearer Bt7\/Qw2+Er5\/Ty8=Ui9oP3"}`, "Ty8=Ui9oP3"},
+	{"DSN password in JSON as PHP writes it", `500: {"error":"dial postgres:\/\/app:DsnPw4471x@db.internal\/app refused"}`, "DsnPw4471x"},
+	{"slack webhook in JSON as PHP writes it", `500: {"error":"post to https:\/\/hooks.slack.com\/services\/T0AB12\/B0CD34\/XyZ987abcPHP failed"}`, "XyZ987abcPHP"},
 	// Tokens recognisable by their shape.
 	{"gitlab token", "clone failed with glpat-AbCdEfGhIjKlMnOpQrSt12", "glpat-AbCdEfGhIjKlMnOpQrSt12"},
 	{"npm token", "publish failed with npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"},
