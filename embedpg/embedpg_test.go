@@ -72,8 +72,11 @@ func tempDataDir(t *testing.T, pattern string) string {
 	return dir
 }
 
+// opts are a test's options: a start may take minutes on a shared machine
+// whose other tests start clusters of their own (an initdb ran past the
+// default minute), and how long it takes is no test's assertion.
 func opts(t *testing.T, dir string) Options {
-	return Options{DataDir: dir, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	return Options{DataDir: dir, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), StartTimeout: 5 * time.Minute}
 }
 
 func start(t *testing.T, dir string) *Cluster {
