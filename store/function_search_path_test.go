@@ -158,14 +158,15 @@ func compareKeyResults(t *testing.T, what string, want, got map[string][]*string
 // Every function in schema pgbus is out of reach of its caller's
 // search_path: it runs with its own (pg_catalog, pg_temp), or it is one
 // of hotFunctions, whose bodies TestHotFunctionsIgnoreAShadowingPath
-// checks under a path that shadows what they call. A function added
-// without either fails here.
+// checks under a path that shadows what they call, and which are never
+// SECURITY DEFINER (a SECURITY DEFINER function, as the DLQ trigger's,
+// runs with its own path). A function added without either fails here.
 func TestEveryPgbusFunctionFixesItsSearchPath(t *testing.T) {
 	// A database of its own: the shared one may have been migrated by
 	// another build of this package.
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	rows, err := s.Pool().Query(testContext(t), `
-		SELECT p.oid::regprocedure::text, coalesce(p.proconfig, '{}'), l.lanname
+		SELECT p.oid::regprocedure::text, coalesce(p.proconfig, '{}'), l.lanname, p.prosecdef
 		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
 		WHERE p.pronamespace = 'pgbus'::regnamespace
 		ORDER BY 1`)
@@ -180,7 +181,8 @@ func TestEveryPgbusFunctionFixesItsSearchPath(t *testing.T) {
 	for rows.Next() {
 		var fn, lang string
 		var config []string
-		if err := rows.Scan(&fn, &config, &lang); err != nil {
+		var definer bool
+		if err := rows.Scan(&fn, &config, &lang, &definer); err != nil {
 			t.Fatal(err)
 		}
 		seen++
@@ -191,6 +193,8 @@ func TestEveryPgbusFunctionFixesItsSearchPath(t *testing.T) {
 		switch {
 		case hot[fn] && len(config) > 0:
 			t.Errorf("%s, called once per row, has settings %q: the planner no longer expands it in place; name what it calls in full instead", fn, config)
+		case hot[fn] && definer:
+			t.Errorf("%s, called once per row, is SECURITY DEFINER: the planner no longer expands it in place", fn)
 		case hot[fn] && lang != "sql":
 			t.Errorf("%s, called once per row, is in %s: only a SQL function is expanded in place", fn, lang)
 		case !hot[fn] && !fixed:
