@@ -157,9 +157,10 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 	delay := 100 * time.Millisecond
 	var written [5]bool // per action, so a retried write does not repeat a part that landed
 	landed := make(map[int64]action, len(batch))
+	left := map[int64]bool{} // outcomes the database refuses for good (writeApart)
 	for {
 		start := time.Now()
-		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, guard.hold)
+		err := w.writeOnce(w.writeBase, queue, batch, &written, landed, left, guard.hold)
 		if err == nil {
 			w.c.outage.answered(start)
 			w.outcomesWritten()
@@ -281,9 +282,12 @@ func (w *queueWorker) dropped(queue string, err error) bool {
 
 // writeOnce writes the parts of batch not written yet, and notes in landed
 // what was written of each message: its outcome, or a retry for a dead
-// letter refused (keepFailures). settle is called before a part that sets
-// its messages' vt (a retry, a snooze).
-func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]action, settle func()) error {
+// letter refused (keepFailures). A part the database refuses for a
+// constraint of its data is written apart (writeApart), and the outcomes
+// it refuses alone noted in left, which later tries leave out with what
+// landed. settle is called before a part that sets its messages' vt (a
+// retry, a snooze).
+func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []result, written *[5]bool, landed map[int64]action, left map[int64]bool, settle func()) error {
 	ctx, cancel := context.WithTimeout(ctx, w.c.cfg.DatabaseCallTimeout)
 	defer cancel()
 	landAs := func(a action, ids []int64) {
@@ -291,32 +295,18 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			landed[id] = a
 		}
 	}
-	var done []store.Claim
-	var snoozes []store.SnoozeItem
-	var retryItems []store.RetryItem
-	var dead []store.DeadLetterItem
-	var discards []store.DiscardItem
+	var parts [5][]result
 	for _, r := range batch {
-		switch r.action {
-		case actionSucceed:
-			done = append(done, r.claim)
-		case actionRetry:
-			retryItems = append(retryItems, store.RetryItem{MsgID: r.claim.MsgID, Delay: r.delay, Failure: *r.failure,
-				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
-		case actionSnooze:
-			snoozes = append(snoozes, store.SnoozeItem{MsgID: r.claim.MsgID, Delay: r.delay, Breaker: r.heldBy, Probe: r.heldFor,
-				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
-		case actionDiscard:
-			discards = append(discards, store.DiscardItem{MsgID: r.claim.MsgID, Failure: *r.failure,
-				ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt})
-		case actionDeadLetter:
-			dead = append(dead, r.deadLetterItem())
+		if _, ok := landed[r.claim.MsgID]; ok || left[r.claim.MsgID] {
+			continue
 		}
+		parts[r.action] = append(parts[r.action], r)
 	}
-	steps := [5]func() error{
-		actionSucceed: func() error {
-			if len(done) == 0 {
-				return nil
+	steps := [5]func(rs []result) error{
+		actionSucceed: func(rs []result) error {
+			done := make([]store.Claim, len(rs))
+			for i, r := range rs {
+				done[i] = r.claim
 			}
 			var got []int64
 			var err error
@@ -325,39 +315,45 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			} else {
 				got, err = w.c.store.ArchiveClaimed(ctx, queue, done)
 			}
-			w.logUnwritten(queue, "success", len(done), len(got), err)
+			w.logUnwritten(queue, actionSucceed, len(done), len(got), err)
 			landAs(actionSucceed, got)
 			return err
 		},
-		actionRetry: func() error {
-			if len(retryItems) == 0 {
-				return nil
+		actionRetry: func(rs []result) error {
+			retryItems := make([]store.RetryItem, len(rs))
+			for i, r := range rs {
+				retryItems[i] = store.RetryItem{MsgID: r.claim.MsgID, Delay: r.delay, Failure: *r.failure,
+					ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt}
 			}
 			settle()
 			got, err := w.c.store.RetryMany(ctx, queue, retryItems)
-			w.logUnwritten(queue, "retry", len(retryItems), len(got), err)
+			w.logUnwritten(queue, actionRetry, len(retryItems), len(got), err)
 			landAs(actionRetry, got)
 			return err
 		},
-		actionSnooze: func() error {
-			if len(snoozes) == 0 {
-				return nil
+		actionSnooze: func(rs []result) error {
+			snoozes := make([]store.SnoozeItem, len(rs))
+			for i, r := range rs {
+				snoozes[i] = store.SnoozeItem{MsgID: r.claim.MsgID, Delay: r.delay, Breaker: r.heldBy, Probe: r.heldFor,
+					ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt}
 			}
 			settle()
 			got, err := w.c.store.SnoozeMany(ctx, queue, snoozes)
-			w.logUnwritten(queue, "snooze", len(snoozes), len(got), err)
+			w.logUnwritten(queue, actionSnooze, len(snoozes), len(got), err)
 			landAs(actionSnooze, got)
 			return err
 		},
-		actionDiscard: func() error {
+		actionDiscard: func(rs []result) error {
+			discards := discardItems(rs)
 			got, err := w.c.store.DiscardMany(ctx, queue, discards)
-			w.logUnwritten(queue, "discard", len(discards), len(got), err)
+			w.logUnwritten(queue, actionDiscard, len(discards), len(got), err)
 			landAs(actionDiscard, got)
 			return err
 		},
-		actionDeadLetter: func() error {
-			if len(dead) == 0 {
-				return nil
+		actionDeadLetter: func(rs []result) error {
+			dead := make([]store.DeadLetterItem, len(rs))
+			for i, r := range rs {
+				dead[i] = r.deadLetterItem()
 			}
 			got, err := w.c.store.DeadLetterMany(ctx, queue, w.dlq, store.SourceWorker, dead)
 			if err != nil && w.dlqGone(ctx, queue, err) {
@@ -374,7 +370,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			if err == nil {
 				w.deadLetterWorks()
 			}
-			w.logUnwritten(queue, "dead letter", len(dead), len(got), err)
+			w.logUnwritten(queue, actionDeadLetter, len(dead), len(got), err)
 			for _, d := range got {
 				landed[d.SourceMsgID] = actionDeadLetter
 			}
@@ -385,12 +381,106 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 		if written[a] {
 			continue
 		}
-		if err := step(); err != nil {
-			return err
+		if rs := parts[a]; len(rs) > 0 {
+			err := step(rs)
+			if err != nil && store.IntegrityViolation(err) {
+				err = w.writeApart(ctx, queue, action(a), rs, step, landed, left)
+			}
+			if err != nil {
+				return err
+			}
 		}
 		written[a] = true
 	}
 	return nil
+}
+
+// discardItems are the writes of the discards rs.
+func discardItems(rs []result) []store.DiscardItem {
+	out := make([]store.DiscardItem, len(rs))
+	for i, r := range rs {
+		out[i] = store.DiscardItem{MsgID: r.claim.MsgID, Failure: *r.failure,
+			ReadCount: r.claim.ReadCount, EnqueuedAt: r.claim.EnqueuedAt}
+	}
+	return out
+}
+
+// writeApart writes the outcomes rs, all of action a, which the database
+// refused to write together for a constraint of the data (a unique key, a
+// check: store.IntegrityViolation). Such a write is refused again however
+// often it is tried, and, tried again without end, held back every later
+// outcome of the queue while each restart ran its succeeded jobs again.
+//
+// An archive (a success, a discard) is refused so when the archive holds
+// a row of the message's id already: an older message's, kept there when
+// the queue's ids started again, as an unlogged queue's do after a crash
+// of the server. It is written keeping that row, the message deleted
+// without its copy, which the log names: the job ran to its end, and
+// neither record is lost but the newer copy. Otherwise, or if that is
+// refused too, each outcome is written alone, so that the others land;
+// one the database refuses alone is left in left and its message in the
+// queue, where its job runs again after its visibility timeout, and the
+// log names it and the error, for someone to mend what it names. An
+// error of another kind is returned, for the batch to be tried again.
+func (w *queueWorker) writeApart(ctx context.Context, queue string, a action, rs []result, step func([]result) error, landed map[int64]action, left map[int64]bool) error {
+	archives := a == actionDiscard || a == actionSucceed && !w.c.settingsFor(w.name).DeleteOnSuccess
+	if archives {
+		var archived, deleted []int64
+		var err error
+		if a == actionDiscard {
+			archived, deleted, err = w.c.store.DiscardManyKeepingOlder(ctx, queue, discardItems(rs))
+		} else {
+			claims := make([]store.Claim, len(rs))
+			for i, r := range rs {
+				claims[i] = r.claim
+			}
+			archived, deleted, err = w.c.store.ArchiveClaimedKeepingOlder(ctx, queue, claims)
+		}
+		if err == nil {
+			w.logUnwritten(queue, a, len(rs), len(archived)+len(deleted), nil)
+			for _, id := range append(archived, deleted...) {
+				landed[id] = a
+			}
+			if len(deleted) > 0 {
+				w.c.log.Warn("pgbus: the queue's archive already holds messages of these ids, older ones, as when an unlogged queue's ids start again after a crash of the server; these outcomes are written, and their messages deleted without a copy in the archive, whose older rows are kept",
+					"queue", queue, "outcome", a.String(), "ids", deleted)
+			}
+			return nil
+		}
+		if !store.IntegrityViolation(err) {
+			return err
+		}
+	}
+	for _, r := range rs {
+		err := step([]result{r})
+		if err == nil {
+			continue
+		}
+		if !store.IntegrityViolation(err) {
+			return err
+		}
+		left[r.claim.MsgID] = true
+		w.c.log.Error("pgbus: the database refuses this outcome for a constraint of the data it writes, however often it is tried; the queue's other outcomes are written, and this message is left in the queue, where its job runs again after its visibility timeout until what the error names is mended",
+			"queue", queue, "outcome", a.String(), "id", r.claim.MsgID, "err", err)
+	}
+	return nil
+}
+
+// String names the outcome as the log does.
+func (a action) String() string {
+	switch a {
+	case actionSucceed:
+		return "success"
+	case actionRetry:
+		return "retry"
+	case actionSnooze:
+		return "snooze"
+	case actionDiscard:
+		return "discard"
+	case actionDeadLetter:
+		return "dead letter"
+	}
+	return "unknown"
 }
 
 // logUnwritten warns of outcomes that matched no message: each message was
@@ -401,10 +491,10 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 // has: its side effects can happen twice, which whoever watches the
 // workers needs to know. A write that failed says nothing of its
 // messages: it is tried again.
-func (w *queueWorker) logUnwritten(queue, what string, sent, written int, err error) {
+func (w *queueWorker) logUnwritten(queue string, a action, sent, written int, err error) {
 	if err == nil && written < sent { // a failed write is tried again
 		w.c.log.Warn("pgbus: outcomes not written: their messages are no longer at the reads that ran them, so those jobs may run again or already have; check that the queue's visibility timeout outlasts its jobs and that the database stayed up",
-			"queue", queue, "outcome", what, "count", sent-written)
+			"queue", queue, "outcome", a.String(), "count", sent-written)
 	}
 }
 

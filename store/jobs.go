@@ -170,22 +170,46 @@ type DiscardItem struct {
 // pgbus_discarded header: it never reaches the DLQ. It returns the ids
 // moved; a message no longer at the read the item names is left as it is.
 func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardItem) ([]int64, error) {
-	if err := ValidatePhysicalName(queue); err != nil {
+	sql, args, err := s.discardSQL(ctx, queue, items, false)
+	if err != nil || sql == "" {
 		return nil, err
 	}
+	return s.collectIDs(ctx, "discard in", queue, sql, args...)
+}
+
+// DiscardManyKeepingOlder discards as DiscardMany does, but for a message
+// whose id the queue's archive already holds, an older message's (see
+// ArchiveClaimedKeepingOlder), which DiscardMany is refused for every
+// time: the archive keeps its older row, and the message is deleted from
+// the queue without a copy there or its failure recorded. It returns the
+// ids archived and the ids deleted so.
+func (s *Store) DiscardManyKeepingOlder(ctx context.Context, queue string, items []DiscardItem) (archived, deleted []int64, err error) {
+	sql, args, err := s.discardSQL(ctx, queue, items, true)
+	if err != nil || sql == "" {
+		return nil, nil, err
+	}
+	return s.collectArchived(ctx, "discard in", queue, sql, args...)
+}
+
+// discardSQL returns the statement of DiscardMany and its arguments, or
+// of DiscardManyKeepingOlder when keepOlder; no statement for no items.
+func (s *Store) discardSQL(ctx context.Context, queue string, items []DiscardItem, keepOlder bool) (string, []any, error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return "", nil, err
+	}
 	if len(items) == 0 {
-		return nil, nil
+		return "", nil, nil
 	}
 	info, err := s.tableInfo(ctx, queue)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	c := newClaimColumns(len(items))
 	f := newFailureColumns(len(items), s.textFit(ctx))
 	for _, it := range items {
 		cl := Claim{MsgID: it.MsgID, ReadCount: it.ReadCount, EnqueuedAt: it.EnqueuedAt}
 		if err := validateClaim("discard in", queue, cl); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		c.add(cl)
 		f.add(it.Failure)
@@ -193,6 +217,11 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 	cols := "msg_id, read_ct, enqueued_at, vt, message"
 	if info.archiveHasLastReadAt && info.queueHasLastReadAt {
 		cols += ", last_read_at"
+	}
+	onConflict, result := "", `SELECT msg_id FROM a`
+	if keepOlder {
+		onConflict, result = `
+			ON CONFLICT DO NOTHING`, `SELECT d.msg_id, a.msg_id IS NOT NULL FROM d LEFT JOIN a ON a.msg_id = d.msg_id`
 	}
 	sql := `WITH t AS (
 			SELECT * FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::timestamptz[])
@@ -202,15 +231,15 @@ func (s *Store) DiscardMany(ctx context.Context, queue string, items []DiscardIt
 			RETURNING q.*
 		), a AS (
 			INSERT INTO ` + archiveTable(queue) + ` (` + cols + `, headers)
-			SELECT ` + cols + `, ` + mergeHeaderSQL("d.headers", `'`+HeaderDiscarded+`'`, "'true'::jsonb") + ` FROM d
+			SELECT ` + cols + `, ` + mergeHeaderSQL("d.headers", `'`+HeaderDiscarded+`'`, "'true'::jsonb") + ` FROM d` + onConflict + `
 			RETURNING msg_id
 		), f AS (
 			INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail)
 			SELECT $1, t.id, t.attempt, t.kind, t.class, t.message, t.backtrace, t.detail::jsonb
 			FROM t JOIN a ON a.msg_id = t.id
 		)
-		SELECT msg_id FROM a`
-	return s.collectIDs(ctx, "discard in", queue, sql, queue, c.ids, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details, c.reads, c.enqs)
+		` + result
+	return sql, []any{queue, c.ids, f.attempts, f.kinds, f.classes, f.messages, f.backtraces, f.details, c.reads, c.enqs}, nil
 }
 
 // mergeHeaderSQL returns SQL that adds key = value to a headers column,

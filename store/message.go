@@ -637,23 +637,105 @@ func (s *Store) ArchiveClaimed(ctx context.Context, queue string, claims []Claim
 	return s.collectIDs(ctx, "archive in", queue, sql, c.ids, c.reads, c.enqs)
 }
 
+// ArchiveClaimedKeepingOlder moves the messages claimed to the queue's
+// archive as ArchiveClaimed does, but for a message whose id the archive
+// already holds: an older message's, kept there when the queue's ids
+// started again (the table and id sequence of an unlogged queue are
+// emptied at a crash of the server, its archive is not). ArchiveClaimed
+// is refused for it, every time. Here the archive keeps its older row, and
+// the message is deleted from the queue without a copy there; its
+// failures, kept under its id, are left as they are. It returns the ids
+// archived and the ids deleted so.
+func (s *Store) ArchiveClaimedKeepingOlder(ctx context.Context, queue string, claims []Claim) (archived, deleted []int64, err error) {
+	if err := ValidatePhysicalName(queue); err != nil {
+		return nil, nil, err
+	}
+	if err := validateClaims("archive in", queue, claims); err != nil {
+		return nil, nil, err
+	}
+	sql, err := s.archiveSQLKeepingOlder(ctx, queue)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := claimColumnsOf(claims)
+	return s.collectArchived(ctx, "archive in", queue, sql, c.ids, c.reads, c.enqs)
+}
+
+// collectArchived runs sql, whose rows are the ids it took out of queue
+// with whether their archive copy was written, and returns the ids
+// archived and the others.
+func (s *Store) collectArchived(ctx context.Context, op, queue, sql string, args ...any) (archived, deleted []int64, err error) {
+	type row struct {
+		ID       int64
+		Archived bool
+	}
+	rows, err := settled(ctx, func() ([]row, error) {
+		rows, err := s.db.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
+			err := r.Scan(&x.ID, &x.Archived)
+			return x, err
+		})
+	})
+	if err != nil {
+		return nil, nil, s.archiveErr(ctx, err, op, queue)
+	}
+	for _, r := range rows {
+		if r.Archived {
+			archived = append(archived, r.ID)
+		} else {
+			deleted = append(deleted, r.ID)
+		}
+	}
+	sortIDs(archived)
+	sortIDs(deleted)
+	return archived, deleted, nil
+}
+
 // archiveSQL returns the statement that moves the messages claimed by $1,
 // $2 and $3 of queue to its archive and returns their ids.
 func (s *Store) archiveSQL(ctx context.Context, queue string) (string, error) {
-	info, err := s.tableInfo(ctx, queue)
+	d, list, err := s.archiveMoveSQL(ctx, queue)
 	if err != nil {
 		return "", err
+	}
+	return d + `
+		INSERT INTO ` + archiveTable(queue) + ` (` + list + `) SELECT ` + list + ` FROM d RETURNING msg_id`, nil
+}
+
+// archiveSQLKeepingOlder is archiveSQL whose insert into the archive
+// leaves out the rows of ids it holds already: each id taken out of the
+// queue comes with whether its copy was written.
+func (s *Store) archiveSQLKeepingOlder(ctx context.Context, queue string) (string, error) {
+	d, list, err := s.archiveMoveSQL(ctx, queue)
+	if err != nil {
+		return "", err
+	}
+	return d + `, a AS (
+			INSERT INTO ` + archiveTable(queue) + ` (` + list + `) SELECT ` + list + ` FROM d
+			ON CONFLICT DO NOTHING RETURNING msg_id)
+		SELECT d.msg_id, a.msg_id IS NOT NULL FROM d LEFT JOIN a ON a.msg_id = d.msg_id`, nil
+}
+
+// archiveMoveSQL returns the start of a statement that deletes the
+// messages claimed by $1, $2 and $3 of queue, returning as d the columns
+// of its archive, which it lists too.
+func (s *Store) archiveMoveSQL(ctx context.Context, queue string) (d, list string, err error) {
+	info, err := s.tableInfo(ctx, queue)
+	if err != nil {
+		return "", "", err
 	}
 	cols := []string{"msg_id", "read_ct", "enqueued_at", "vt", "message", "headers"}
 	if info.archiveHasLastReadAt && info.queueHasLastReadAt {
 		cols = append(cols, "last_read_at")
 	}
-	list := strings.Join(cols, ", ")
 	return `WITH ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($1::bigint[])", "UPDATE") + `, d AS (
 			DELETE FROM ` + queueTable(queue) + ` q USING unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS t(id, claim_ct, claim_enq)
 			WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
-			RETURNING q.` + strings.Join(cols, ", q.") + `)
-		INSERT INTO ` + archiveTable(queue) + ` (` + list + `) SELECT ` + list + ` FROM d RETURNING msg_id`, nil
+			RETURNING q.` + strings.Join(cols, ", q.") + `)`, strings.Join(cols, ", "), nil
 }
 
 // Delete removes one message for good. It reports false when no such message
