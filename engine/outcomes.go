@@ -21,12 +21,16 @@ const (
 
 // result is the settled outcome of one delivery, waiting to be written.
 type result struct {
-	queue  string      // physical
-	claim  store.Claim // the read it settles: nothing is written once the message is at another
-	table  uint32      // the table the read took the message from (store.Message.Table), for the stats
-	kind   string
-	action action
-	delay  time.Duration
+	queue string      // physical
+	claim store.Claim // the read it settles: nothing is written once the message is at another
+	// visibleAt is the visibility timeout the read set (store.Message's
+	// VisibleAt), on the database's clock: until then no other read could
+	// take the message.
+	visibleAt time.Time
+	table     uint32 // the table the read took the message from (store.Message.Table), for the stats
+	kind      string
+	action    action
+	delay     time.Duration
 	// heldBy names the open circuit breaker that snoozes the job, and
 	// heldFor, while it is half-open, the probe the job waits out
 	// (store.SnoozeItem.Probe).
@@ -315,7 +319,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			} else {
 				got, err = w.c.store.ArchiveClaimed(ctx, queue, done)
 			}
-			w.logUnwritten(queue, actionSucceed, len(done), len(got), err)
+			w.logUnwritten(queue, actionSucceed, rs, got, err)
 			landAs(actionSucceed, got)
 			return err
 		},
@@ -327,7 +331,7 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			}
 			settle()
 			got, err := w.c.store.RetryMany(ctx, queue, retryItems)
-			w.logUnwritten(queue, actionRetry, len(retryItems), len(got), err)
+			w.logUnwritten(queue, actionRetry, rs, got, err)
 			landAs(actionRetry, got)
 			return err
 		},
@@ -339,14 +343,14 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			}
 			settle()
 			got, err := w.c.store.SnoozeMany(ctx, queue, snoozes)
-			w.logUnwritten(queue, actionSnooze, len(snoozes), len(got), err)
+			w.logUnwritten(queue, actionSnooze, rs, got, err)
 			landAs(actionSnooze, got)
 			return err
 		},
 		actionDiscard: func(rs []result) error {
 			discards := discardItems(rs)
 			got, err := w.c.store.DiscardMany(ctx, queue, discards)
-			w.logUnwritten(queue, actionDiscard, len(discards), len(got), err)
+			w.logUnwritten(queue, actionDiscard, rs, got, err)
 			landAs(actionDiscard, got)
 			return err
 		},
@@ -370,10 +374,12 @@ func (w *queueWorker) writeOnce(ctx context.Context, queue string, batch []resul
 			if err == nil {
 				w.deadLetterWorks()
 			}
-			w.logUnwritten(queue, actionDeadLetter, len(dead), len(got), err)
-			for _, d := range got {
+			ids := make([]int64, len(got))
+			for i, d := range got {
+				ids[i] = d.SourceMsgID
 				landed[d.SourceMsgID] = actionDeadLetter
 			}
+			w.logUnwritten(queue, actionDeadLetter, rs, ids, err)
 			return err
 		},
 	}
@@ -437,7 +443,7 @@ func (w *queueWorker) writeApart(ctx context.Context, queue string, a action, rs
 			archived, deleted, err = w.c.store.ArchiveClaimedKeepingOlder(ctx, queue, claims)
 		}
 		if err == nil {
-			w.logUnwritten(queue, a, len(rs), len(archived)+len(deleted), nil)
+			w.logUnwritten(queue, a, rs, append(archived, deleted...), nil)
 			for _, id := range append(archived, deleted...) {
 				landed[id] = a
 			}
@@ -483,18 +489,45 @@ func (a action) String() string {
 	return "unknown"
 }
 
-// logUnwritten warns of outcomes that matched no message: each message was
-// read again after its claim lapsed (its visibility timeout passed, not
-// extended: a run longer than it, or a database outage), and another
-// worker holds it now, or it is gone (deleted, or its queue dropped). No
-// write of this worker's failed, but its job ran and may run again, or
-// has: its side effects can happen twice, which whoever watches the
-// workers needs to know. A write that failed says nothing of its
-// messages: it is tried again.
-func (w *queueWorker) logUnwritten(queue string, a action, sent, written int, err error) {
-	if err == nil && written < sent { // a failed write is tried again
-		w.c.log.Warn("pgbus: outcomes not written: their messages are no longer at the reads that ran them, so those jobs may run again or already have; check that the queue's visibility timeout outlasts its jobs and that the database stayed up",
-			"queue", queue, "outcome", a.String(), "count", sent-written)
+// logUnwritten warns of the outcomes rs of action a that matched no
+// message, those not among written, naming their messages: each is no
+// longer at the read that ran its job. No write of this worker's failed,
+// but its job ran and may run again, or has: its side effects can happen
+// twice, which whoever watches the workers needs to know. A write that
+// failed says nothing of its messages: it is tried again.
+//
+// A message whose read's visibility timeout had not passed yet when the
+// write ran could be taken by no other read: another client deleted or
+// archived it (pgmq.delete, pgmq.archive, a DLQ move), or made it visible
+// and read it (pgmq.set_vt), and the timeout is not to blame. Past it, the
+// message may have been read again (its heartbeat held back, a run longer
+// than it, the database down) or taken so as well.
+func (w *queueWorker) logUnwritten(queue string, a action, rs []result, written []int64, err error) {
+	if err != nil || len(written) >= len(rs) { // a failed write is tried again
+		return
+	}
+	got := make(map[int64]bool, len(written))
+	for _, id := range written {
+		got[id] = true
+	}
+	now := w.c.store.Now()
+	var taken, lapsed []int64
+	for _, r := range rs {
+		switch {
+		case got[r.claim.MsgID]:
+		case now.Before(r.visibleAt):
+			taken = append(taken, r.claim.MsgID)
+		default:
+			lapsed = append(lapsed, r.claim.MsgID)
+		}
+	}
+	if len(taken) > 0 {
+		w.c.log.Warn("pgbus: outcomes not written: another client or reader deleted, archived or took these messages while their jobs ran here, before their visibility timeout passed (pgmq.delete, pgmq.archive, pgmq.set_vt), so whatever it did with them stands and these jobs may run again or already have; if only these workers should settle the queue's messages, find that client",
+			"queue", queue, "outcome", a.String(), "ids", taken)
+	}
+	if len(lapsed) > 0 {
+		w.c.log.Warn("pgbus: outcomes not written: their messages are no longer at the reads that ran them, read again once their visibility timeout passed or deleted, archived or taken by another client or reader, so those jobs may run again or already have; check that the queue's visibility timeout outlasts its jobs and that the database stayed up",
+			"queue", queue, "outcome", a.String(), "ids", lapsed)
 	}
 }
 

@@ -570,7 +570,7 @@ func (d delivery) readCap() int {
 }
 
 func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
-	res := result{queue: d.queue, claim: d.m.Claim(), table: d.m.Table, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	res := result{queue: d.queue, claim: d.m.Claim(), visibleAt: d.m.VisibleAt, table: d.m.Table, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	switch {
 	case d.m.ReadCount > d.readCap():
 		res.maxRetries = d.readCap()
@@ -657,7 +657,7 @@ func snoozesOf(h map[string]json.RawMessage) int {
 
 // runDelivery calls the handler and turns what it returned into an outcome.
 func (w *queueWorker) runDelivery(d delivery) (res result) {
-	res = result{queue: d.queue, claim: d.m.Claim(), table: d.m.Table, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
+	res = result{queue: d.queue, claim: d.m.Claim(), visibleAt: d.m.VisibleAt, table: d.m.Table, kind: d.kind, maxRetries: d.policy.MaxRetries, latency: d.latency}
 	job := w.jobOf(d)
 	ctx := w.c.observers.started(w.jobBase, job)
 	var a attempt
