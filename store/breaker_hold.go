@@ -20,12 +20,31 @@ const breakerHeldSQL = `coalesce(q.headers->'` + HeaderBreakerHold + `'->>'read_
 // a queue table aliased q, empty for a message no breaker holds.
 const breakerHeldBySQL = `CASE WHEN ` + breakerHeldSQL + ` THEN coalesce(q.headers->'` + HeaderBreakerHold + `'->>'breaker', '') ELSE '' END`
 
+// holdSQL is headers with the mark of the breaker named by the SQL
+// breaker, holding at read count readCt (HeaderBreakerHold). Headers that
+// are no JSON object but null, another client's (an array, a string), are
+// kept whole under HeaderOriginalHeaders beside the mark, which says so
+// ("wraps"), for dropBreakerHoldSQL to give them back; JSON null is taken
+// for no headers, as mergeHeaderSQL takes it.
+func holdSQL(headers, breaker, readCt string) string {
+	mark := `jsonb_build_object('breaker', ` + breaker + `, 'read_ct', ` + readCt + `)`
+	return `CASE
+		WHEN ` + headers + ` IS NULL OR jsonb_typeof(` + headers + `) = 'null' THEN jsonb_build_object('` + HeaderBreakerHold + `', ` + mark + `)
+		WHEN jsonb_typeof(` + headers + `) = 'object' THEN ` + headers + ` || jsonb_build_object('` + HeaderBreakerHold + `', ` + mark + `)
+		ELSE jsonb_build_object('` + HeaderOriginalHeaders + `', ` + headers + `,
+			'` + HeaderBreakerHold + `', ` + mark + ` || '{"wraps": true}')
+	END`
+}
+
 // dropBreakerHoldSQL is the headers of the row aliased alias without
 // HeaderBreakerHold: once a message runs (or is run now) no breaker holds
-// it. Headers that are not an object are another client's, left alone.
+// it. Headers the mark wraps (holdSQL) are given back as they were.
+// Headers that are not an object are another client's, left alone.
 func dropBreakerHoldSQL(alias string) string {
 	h := alias + `.headers`
-	return `CASE WHEN jsonb_typeof(` + h + `) = 'object' AND ` + h + ` ? '` + HeaderBreakerHold + `' THEN ` + h + ` - '` + HeaderBreakerHold + `' ELSE ` + h + ` END`
+	return `CASE WHEN jsonb_typeof(` + h + `) <> 'object' OR NOT ` + h + ` ? '` + HeaderBreakerHold + `' THEN ` + h + `
+		WHEN ` + h + `->'` + HeaderBreakerHold + `'->'wraps' = 'true' AND ` + h + ` ? '` + HeaderOriginalHeaders + `' THEN ` + h + `->'` + HeaderOriginalHeaders + `'
+		ELSE ` + h + ` - '` + HeaderBreakerHold + `' END`
 }
 
 // RunHeldNow makes visible now the messages that the circuit breaker

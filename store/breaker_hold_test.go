@@ -566,3 +566,81 @@ func TestProbeEndWakesItsHolds(t *testing.T) {
 		t.Fatalf("after the failed probe the job is %+v; want it held by %s", m, name)
 	}
 }
+
+// Headers that are no JSON object hold as any: JSON null, what a
+// producer's nil map marshals to, as no headers at all; an array, a string
+// or a number kept whole under pgbus_original_headers beside the mark,
+// and given back as they were by the read that takes the mark off, or by
+// the reset of the breaker. Each such job an open breaker snoozed is
+// shown held by it, counted, and run by RunHeldNow.
+func TestBreakerHoldsJobsOfAnyHeaders(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	h := holdTest{t: t, s: s, q: newQueue(t, s)}
+	pay := pgtest.Name("pay")
+	if err := s.RecordBreakerUsers(ctx, pay, []store.BreakerUser{{Queue: h.q}}); err != nil {
+		t.Fatal(err)
+	}
+	// The headers each message is sent with, and those it has once the
+	// mark is off.
+	cases := []struct{ sent, after string }{
+		{"NULL", "{}"},
+		{"'null'", "{}"},
+		{"'[1]'", "[1]"},
+		{`'"s"'`, `"s"`},
+		{"'7'", "7"},
+		{`'{"pgbus_original_headers": "from-producer"}'`, `{"pgbus_original_headers": "from-producer"}`},
+	}
+	insert := func(headers string) int64 {
+		var id int64
+		if err := s.Pool().QueryRow(ctx, `INSERT INTO pgmq."q_`+h.q+`" (message, headers, vt) VALUES ('{}', `+headers+`, now()) RETURNING msg_id`).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	after := map[int64]string{}
+	var ids []int64
+	for _, c := range cases {
+		id := insert(c.sent)
+		h.snooze(h.readID(id), 5*time.Minute, pay)
+		after[id], ids = c.after, append(ids, id)
+	}
+	live := h.live()
+	for _, id := range ids {
+		if m := live[id]; m.State != store.StateScheduled || m.HeldBy != pay {
+			t.Errorf("message %d, headers %s: state %q, held by %q; want scheduled, held by %s", id, m.Headers, m.State, m.HeldBy, pay)
+		}
+	}
+	if held, err := s.HeldByBreaker(ctx, pay); err != nil || held[pay] != int64(len(ids)) {
+		t.Fatalf("HeldByBreaker = %v, %v; want the %d jobs", held, err, len(ids))
+	}
+	if n, err := s.RunHeldNow(ctx, pay, nil); err != nil || n != int64(len(ids)) {
+		t.Fatalf("RunHeldNow = %d, %v; want the %d jobs", n, err, len(ids))
+	}
+	for _, id := range ids {
+		var headers string
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(headers::text, 'NULL') FROM pgmq."q_`+h.q+`" WHERE msg_id = $1`, id).Scan(&headers); err != nil {
+			t.Fatal(err)
+		}
+		if headers != after[id] {
+			t.Errorf("message %d after RunHeldNow: headers %s, want %s", id, headers, after[id])
+		}
+	}
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM pgmq."q_`+h.q+`"`); err != nil {
+		t.Fatal(err)
+	}
+
+	// The mark taken off by the read that runs the job.
+	id := insert("'[1]'")
+	h.snooze(h.readID(id), 0, pay)
+	if got := h.readID(id); string(got.Headers) != "[1]" {
+		t.Errorf("headers [1] read after a breaker's snooze: %s", got.Headers)
+	}
+	// A handler's own snooze counts on JSON null headers as on none.
+	id = insert("'null'")
+	h.snooze(h.readID(id), 0, "")
+	if got := h.readID(id); string(got.Headers) != `{"`+store.HeaderSnoozes+`": 1}` {
+		t.Errorf("headers null read after a handler's snooze: %s, want the snooze counted", got.Headers)
+	}
+}

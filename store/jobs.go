@@ -105,11 +105,16 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 			probes[i] = &it.Probe
 		}
 	}
-	// Headers that are not an object (another client's) are left as
-	// they are: such a message waits out its snooze, uncounted. A
-	// handler's snooze is counted (HeaderSnoozes), a breaker's marks the
-	// hold instead. The row of a breaker whose probe a hold waits out is
-	// read locked: the end of the probe, which then wakes the holds
+	// A handler's snooze is counted (HeaderSnoozes), a breaker's marks
+	// the hold instead. JSON null headers, what a producer's nil map
+	// marshals to, count as none. Headers that are another JSON value (an
+	// array, a string: another client's) are left as they are by a
+	// handler's snooze, which would change what its job's next run sees:
+	// such a message waits out its snooze, uncounted. A breaker's wraps
+	// them, with the mark (holdSQL), so that the hold shows and its reset
+	// finds it, and the read that takes the mark off gives them back as
+	// they were (dropBreakerHoldSQL). The row of a breaker whose probe a hold waits out
+	// is read locked: the end of the probe, which then wakes the holds
 	// (WakeProbeHolds), either comes after this write, and finds it, or
 	// before, and this write sees the breaker as it left it.
 	sql := `WITH ` + lockInOrderSQL(queueTable(queue), "q.msg_id = ANY($1::bigint[])", "NO KEY UPDATE") + `, b AS MATERIALIZED (
@@ -122,13 +127,13 @@ func (s *Store) SnoozeMany(ctx context.Context, queue string, items []SnoozeItem
 				WHEN b.state = 'half_open' AND b.probe_until = t.probe THEN greatest(t.probe, now())
 				ELSE greatest(` + breakerWakeSQL("b") + `, now()) END,
 			read_ct = greatest(q.read_ct - 1, 0),
-			headers = CASE WHEN jsonb_typeof(coalesce(q.headers, '{}')) <> 'object' THEN q.headers
-				WHEN t.breaker = '' THEN coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderSnoozes + `', 1 + CASE
+			headers = CASE WHEN t.breaker <> '' THEN ` + holdSQL("q.headers", "t.breaker", "greatest(q.read_ct - 1, 0)") + `
+				WHEN q.headers IS NULL OR jsonb_typeof(q.headers) = 'null' THEN jsonb_build_object('` + HeaderSnoozes + `', 1)
+				WHEN jsonb_typeof(q.headers) <> 'object' THEN q.headers
+				ELSE q.headers || jsonb_build_object('` + HeaderSnoozes + `', 1 + CASE
 					WHEN jsonb_typeof(q.headers->'` + HeaderSnoozes + `') = 'number'
 					THEN least(greatest(trunc((q.headers->>'` + HeaderSnoozes + `')::numeric), 0), 1000000000)::int
-					ELSE 0 END)
-				ELSE coalesce(q.headers, '{}') || jsonb_build_object('` + HeaderBreakerHold + `',
-					jsonb_build_object('breaker', t.breaker, 'read_ct', greatest(q.read_ct - 1, 0))) END
+					ELSE 0 END) END
 		FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::timestamptz[], $5::text[], $6::timestamptz[]) AS t(id, delay_us, claim_ct, claim_enq, breaker, probe)
 			LEFT JOIN b ON t.probe IS NOT NULL AND b.name = t.breaker
 		WHERE q.msg_id = t.id AND ` + sqlClaimed + ` AND ` + sqlLocked + `
