@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -301,5 +302,39 @@ func TestPartialBoundsKeepTheOtherDefaults(t *testing.T) {
 	}
 	if _, err := ops.New(s, ops.Options{Bounds: ops.Bounds{Payload: 1 << 10, History: -1}}); !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "Bounds.History") {
 		t.Fatalf("New with a negative bound = %v, want ErrInvalid naming Bounds.History", err)
+	}
+}
+
+// A dead message whose headers were no JSON object shows them as they
+// were sent, not as the wrapping the DLQ keeps them in; a producer's own
+// header of that wrapping's name, among others, shows as one of its
+// headers.
+func TestDLQShowGivesHeadersAsSent(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	for _, sent := range []string{`7`, `["a", "b"]`, `"s"`, `{"trace": "t", "pgbus_original_headers": "p"}`} {
+		var id int64
+		if err := s.Pool().QueryRow(ctx, `INSERT INTO pgmq."q_`+q+`" (vt, message, headers) VALUES (now(), '{}', $1) RETURNING msg_id`, sent).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		moved, err := s.DeadLetterMany(ctx, q, store.DLQName(q), store.SourceWorker, []store.DeadLetterItem{{MsgID: id, Reason: store.ReasonMaxRetriesExceeded, MaxRetries: 5}})
+		if err != nil || len(moved) != 1 {
+			t.Fatalf("dead-letter %d: %v, %v", id, moved, err)
+		}
+		m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: moved[0].DLQMsgID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want any
+		if err := json.Unmarshal(m.Headers, &got); err != nil {
+			t.Fatalf("headers shown for %s: %s (%v)", sent, m.Headers, err)
+		}
+		_ = json.Unmarshal([]byte(sent), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("headers shown for a dead message sent with %s: %s", sent, m.Headers)
+		}
 	}
 }

@@ -467,10 +467,15 @@ func (v *viewer) headers(raw json.RawMessage) (json.RawMessage, string, int) {
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) == nil && obj != nil {
-		delete(obj, store.HeaderDeadLetter)
-		// A breaker's hold is shown as held_by; its mark is pgbus's own.
-		delete(obj, store.HeaderBreakerHold)
-		raw = marshalPlain(obj)
+		if original, ok := store.WrappedHeaders(obj); ok {
+			// Headers that were no JSON object, shown as they were sent.
+			raw = original
+		} else {
+			delete(obj, store.HeaderDeadLetter)
+			// A breaker's hold is shown as held_by; its mark is pgbus's own.
+			delete(obj, store.HeaderBreakerHold)
+			raw = marshalPlain(obj)
+		}
 	}
 	red, n, ok := RedactJSON(raw)
 	if !ok {

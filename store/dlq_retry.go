@@ -722,9 +722,12 @@ type rowQuerier interface {
 // DLQ row d: without the block and the snooze count (the job starts over),
 // with the trip counted, and with the job's idempotency key kept
 // (sqlDeadKeepKey); headers that were not a JSON object come back as they
-// were (they cannot hold a count).
+// were (they cannot hold a count). Those are the ones a dead letter kept
+// under HeaderOriginalHeaders beside the block and nothing else
+// (deadLetterSQL, as the Ruby gem does): a producer's header of that name
+// among others, or holding an object, is one of its headers, kept as any.
 const sqlDeadRetryHeaders = `CASE
-	WHEN jsonb_typeof(d.headers) = 'object' AND d.headers ? '` + HeaderOriginalHeaders + `'
+	WHEN ` + sqlDeadWrapped + `
 		THEN d.headers->'` + HeaderOriginalHeaders + `'
 	WHEN jsonb_typeof(d.headers) = 'object'
 		THEN (d.headers - '` + HeaderDeadLetter + `' - '` + HeaderSnoozes + `') || jsonb_build_object('` + HeaderDLQRetries + `', 1 + CASE
@@ -734,6 +737,13 @@ const sqlDeadRetryHeaders = `CASE
 	WHEN d.headers IS NULL OR jsonb_typeof(d.headers) = 'null'
 		THEN jsonb_build_object('` + HeaderDLQRetries + `', 1)
 	ELSE d.headers END`
+
+// sqlDeadWrapped holds when the headers of the DLQ row d are those a
+// dead letter wraps: headers that were no JSON object, under
+// HeaderOriginalHeaders, beside the block and nothing else.
+const sqlDeadWrapped = `jsonb_typeof(d.headers) = 'object' AND d.headers ? '` + HeaderDeadLetter + `'
+		AND jsonb_typeof(d.headers->'` + HeaderOriginalHeaders + `') <> 'object'
+		AND d.headers - '` + HeaderDeadLetter + `' - '` + HeaderOriginalHeaders + `' = '{}'::jsonb`
 
 // sqlDeadKeepKey is the headers a message going back from the DLQ row d
 // adds so that its job keeps its idempotency key. A worker hands a job the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,35 @@ func TestRetryDeadHeadersKeptAside(t *testing.T) {
 	var headers string
 	if err := s.Pool().QueryRow(ctx, `SELECT headers::text FROM pgmq."q_`+q+`"`).Scan(&headers); err != nil || headers != `["a", "b"]` {
 		t.Fatalf("headers after retry = %s, %v; want the original array", headers, err)
+	}
+}
+
+// A producer's header of the name pgbus keeps headers that are no JSON
+// object under, beside others, is one of its headers: a retry keeps them
+// all, as for any object, rather than taking that one for what pgbus
+// kept aside.
+func TestRetryDeadKeepsAProducersOriginalHeadersHeader(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	id := dlSendRaw(t, s, q, `{"x":1}`, `{"pgbus_kind":"ok","trace":"keep-me","pgbus_original_headers":"from-producer"}`)
+	dead := deadIDs(t, s, q, store.DLQName(q), []int64{id}, "", store.ReasonMaxRetriesExceeded)[0]
+	if _, err := s.RetryDead(ctx, q, []int64{dead}, store.RetryOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var headers map[string]any
+	if err := s.Pool().QueryRow(ctx, `SELECT headers FROM pgmq."q_`+q+`"`).Scan(&headers); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"pgbus_kind": "ok", "trace": "keep-me", store.HeaderOriginalHeaders: "from-producer",
+		store.HeaderDLQRetries: float64(1), store.HeaderIdempotencyKey: q + ":" + strconv.FormatInt(id, 10)} {
+		if headers[k] != want {
+			t.Errorf("header %s after retry = %v, want %v (headers %v)", k, headers[k], want, headers)
+		}
+	}
+	if _, ok := headers[store.HeaderDeadLetter]; ok {
+		t.Errorf("the block came back with the retry: %v", headers)
 	}
 }
 

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -37,6 +39,31 @@ const (
 	// before. A DLQ retry starts it again, as it does the attempts.
 	HeaderSnoozes = "pgbus_snoozes"
 )
+
+// WrappedHeaders returns the headers a producer sent that headers, a JSON
+// object, wrap: headers that were no JSON object (an array, a string),
+// kept whole under HeaderOriginalHeaders beside the dead-letter block of a
+// dead letter (as the Ruby gem keeps them too) or beside the mark of a
+// breaker's hold that says it wraps them, and nothing else. ok is false
+// for any other headers, a producer's header of that name among others
+// or holding an object included.
+func WrappedHeaders(headers map[string]json.RawMessage) (original json.RawMessage, ok bool) {
+	original, ok = headers[HeaderOriginalHeaders]
+	if !ok || len(headers) != 2 || bytes.HasPrefix(bytes.TrimSpace(original), []byte("{")) {
+		return nil, false
+	}
+	if _, dead := headers[HeaderDeadLetter]; dead {
+		return original, true
+	}
+	var mark struct {
+		Wraps bool `json:"wraps"`
+	}
+	hold, held := headers[HeaderBreakerHold]
+	if !held || json.Unmarshal(hold, &mark) != nil || !mark.Wraps {
+		return nil, false
+	}
+	return original, true
+}
 
 // Dead-letter reasons, the block's "reason" key.
 const (
