@@ -205,7 +205,7 @@ func (v *viewer) cutPayload(start json.RawMessage, size, max int) payloadView {
 		red, n, ok = redactJSONCut(closed, readCutMark)
 	}
 	if !ok {
-		return payloadView{note: "payload hidden: it is not valid JSON, so secrets in it could not be redacted"}
+		return payloadView{note: payloadHiddenNote(start)}
 	}
 	v.redacted += n
 	read := fmt.Sprintf("payload truncated: it is %d bytes, of which a list reads the first %d characters", size, utf8.RuneCount(start))

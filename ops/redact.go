@@ -49,3 +49,49 @@ func shownKind(kind string) string {
 // marshalPlain marshals without HTML escaping, so text reads as it was
 // sent.
 func marshalPlain(v any) json.RawMessage { return redact.MarshalPlain(v) }
+
+// maxJSONDepth is how deep encoding/json decodes arrays and objects nested
+// in one another (the notes below say it in words). PostgreSQL stores jsonb nested deeper, which can then be
+// neither decoded nor checked for secrets.
+const maxJSONDepth = 10000
+
+// nestedTooDeep tells whether raw, JSON or the start of it, nests arrays
+// and objects deeper than maxJSONDepth, counting brackets outside strings.
+func nestedTooDeep(raw []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range raw {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			if depth++; depth > maxJSONDepth {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
+}
+
+// payloadHiddenNote says why the payload raw is hidden when it could not
+// be redacted: too deep to decode, or not JSON.
+func payloadHiddenNote(raw []byte) string {
+	if nestedTooDeep(raw) {
+		return "payload hidden: it is nested more than 10,000 levels deep, too deep to check for secrets"
+	}
+	return "payload hidden: it is not valid JSON, so secrets in it could not be redacted"
+}
+
+// headersHiddenNote is payloadHiddenNote for headers.
+func headersHiddenNote(raw []byte) string {
+	if nestedTooDeep(raw) {
+		return "headers hidden: they are nested more than 10,000 levels deep, too deep to check for secrets"
+	}
+	return "headers hidden: they are not valid JSON"
+}

@@ -433,7 +433,7 @@ func (v *viewer) payloadOnce(raw json.RawMessage, max int, red *redactedPayload)
 	}
 	r := red.of(raw)
 	if !r.ok {
-		return payloadView{note: "payload hidden: it is not valid JSON, so secrets in it could not be redacted"}
+		return payloadView{note: payloadHiddenNote(raw)}
 	}
 	n := r.n
 	v.redacted += n
@@ -479,7 +479,7 @@ func (v *viewer) headers(raw json.RawMessage) (json.RawMessage, string, int) {
 	}
 	red, n, ok := RedactJSON(raw)
 	if !ok {
-		return nil, "headers hidden: they are not valid JSON", 1
+		return nil, headersHiddenNote(raw), 1
 	}
 	v.redacted += n
 	if len(red) > v.bounds.Headers {
