@@ -129,6 +129,9 @@ func decodeArgs(req mcp.CallToolRequest, in any) error {
 	if err := checkNulls(raw, reflect.TypeOf(in).Elem()); err != nil {
 		return err
 	}
+	if err := checkEmpty(raw, reflect.TypeOf(in).Elem()); err != nil {
+		return err
+	}
 	return checkStrings(reflect.ValueOf(in).Elem())
 }
 
@@ -158,6 +161,53 @@ func checkNulls(raw []byte, t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// checkEmpty refuses a string argument given empty or blank, naming it
+// and what leaving it out means: an agent filling it from an empty
+// variable would otherwise get the argument left out, which widens a
+// call ("queue": "" purging every DLQ, "kind": "" retrying every kind),
+// as the command line refuses a flag given an empty value. A cursor or an
+// expect given empty is refused too: it is none, and leaving it out says
+// so. A null is the argument left out, as before; its schema says
+// minLength 1.
+func checkEmpty(raw []byte, t reflect.Type) error {
+	var args map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil // decoded already: not an object of members
+	}
+	for _, given := range slices.Sorted(maps.Keys(args)) {
+		v := bytes.TrimSpace(args[given])
+		f, ok := fieldOf(t, given)
+		if !ok || f.Type.Kind() != reflect.String || len(v) == 0 || v[0] != '"' {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil || strings.TrimSpace(s) != "" {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !slices.Contains(strings.Split(opts, ","), "omitempty") {
+			return fixf("argument %s is empty: give a value", name)
+		}
+		return fixf("argument %s is empty: give a value, or leave %s out%s", name, name, leftOut(f.Tag.Get("jsonschema_description")))
+	}
+	return nil
+}
+
+// leftOut is what leaving an argument out means, as its description says
+// in a sentence of its own ("Omit for every DLQ."), in parentheses and
+// after a space: " (for every DLQ)"; "" when it says none.
+func leftOut(description string) string {
+	_, after, ok := strings.Cut(description, "Omit ")
+	if !ok {
+		return ""
+	}
+	what, _, _ := strings.Cut(strings.TrimPrefix(after, "it "), ".")
+	if what == "" {
+		return ""
+	}
+	return " (" + what + ")"
 }
 
 func describeDecodeError(err error, in any) error {

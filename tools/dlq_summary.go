@@ -11,7 +11,7 @@ import (
 // DLQSummaryInput is the input of pgbus_dlq_summary.
 type DLQSummaryInput struct {
 	DeadFilter
-	Cursor  string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same filters."`
+	Cursor  string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same filters. Omit for the first page."`
 	ByField string `json:"by_field,omitempty" jsonschema_description:"A safe payload field (one of payload_policy.safe_fields in pgbus_health, such as tenant or file.type): each group is broken down by its values, the 5 most frequent and the rest counted, so that failures sharing one value (partner = p-9) show."`
 }
 

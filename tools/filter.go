@@ -9,7 +9,7 @@ import (
 // pgbus_dlq_retry or pgbus_dlq_discard.
 type DeadFilter struct {
 	Queue      string `json:"queue,omitempty" jsonschema_description:"Source queue (orders) or its DLQ (orders_dlq). Omit for every DLQ."`
-	Kind       string `json:"kind,omitempty" jsonschema_description:"Job kind (the pgbus_kind header) exactly as pgbus_dlq_summary shows it. Empty or omitted selects every kind: messages without a kind cannot be selected alone."`
+	Kind       string `json:"kind,omitempty" jsonschema_description:"Job kind (the pgbus_kind header) exactly as pgbus_dlq_summary shows it. Omit for every kind; messages without a kind cannot be selected alone."`
 	ErrorClass string `json:"error_class,omitempty" jsonschema_description:"Error class of the last failure exactly as pgbus_dlq_summary shows it."`
 	Reason     string `json:"reason,omitempty" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded,enum=not_recorded" jsonschema_description:"Why the message was dead-lettered; not_recorded selects the messages without a dead-letter block."`
 	Since      string `json:"since,omitempty" jsonschema_description:"Only messages dead-lettered at or after this time: RFC 3339 (2025-01-31T09:00:00Z), a date (2025-01-31, midnight UTC) or an age such as 90m, 24h or 7d."`

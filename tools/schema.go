@@ -10,7 +10,8 @@ import (
 )
 
 // inputSchema returns the JSON schema of a tool's input type: one inline
-// object (no $ref or $defs) that rejects unknown properties.
+// object (no $ref or $defs) that rejects unknown properties. Its string
+// arguments take no empty string (minLength 1), which decodeArgs refuses.
 func inputSchema(v any) json.RawMessage {
 	return reflectSchema(v, false)
 }
@@ -34,6 +35,14 @@ func reflectSchema(v any, open bool) json.RawMessage {
 	s.Version = "" // the MCP default dialect (2020-12); clients need no $schema
 	if s.Type != "object" {
 		panic(fmt.Sprintf("tools: schema of %T is %q, not an object", v, s.Type))
+	}
+	if !open && s.Properties != nil {
+		for p := s.Properties.Oldest(); p != nil; p = p.Next() {
+			if p.Value.Type == "string" {
+				one := uint64(1)
+				p.Value.MinLength = &one
+			}
+		}
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
