@@ -78,9 +78,10 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "queue": dlq, "payload": map[string]any{"n": 3}},
 			fmt.Sprintf(`pgbus dlq retry %d --payload '{"n":3}' --queue %s`, ids[0], dlq)},
 		// A corrected payload holding a secret stays out of the answer,
-		// which says to pass it again.
+		// shown redacted, which the retry refuses: the command says to
+		// put the secret back.
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": map[string]any{"password": "hunter2"}},
-			fmt.Sprintf("pgbus dlq retry %d (with the same corrected payload passed again; without it the payload that failed runs again)", ids[0])},
+			fmt.Sprintf(`pgbus dlq retry %d --payload '{"password":"[REDACTED]"}' (the payload here is the corrected one with its 1 secret value shown as [REDACTED], refused as it is: put the real one back, or pass the corrected payload again)`, ids[0])},
 		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Timeout", "limit": 5, "dry_run": true},
 			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Timeout --limit 5 --queue %s", queue)},
 		{"pgbus_dlq_discard", map[string]any{"ids": ids[1:], "queue": queue}, fmt.Sprintf("pgbus dlq discard %d --queue %s", ids[1], queue)},

@@ -583,26 +583,44 @@ func wouldMove(ids []int64, outcomes []IDOutcome, would string) []int64 {
 }
 
 // idsHint is a retry by ids as req asks for it: its ids and queue, dry
-// run, deadline clearing and corrected payload. A corrected payload that
-// is large or holds secrets is left out, since the hint is shown and
-// recorded where secrets are not; the hint then says to pass it again,
-// without which the payload that failed runs again (that alone, when why
-// is empty).
+// run, deadline clearing and corrected payload, as RepeatedPayload repeats
+// it: one that is large or holds secrets only by a stand-in the retry
+// refuses, since the hint is shown and recorded where secrets are not;
+// the hint then says what to pass instead (that alone, when why is
+// empty). Followed as it is, a hint never retries the payload that failed.
 func idsHint(req DLQRetryRequest, why string) Hint {
 	args := []any{"ids", req.IDs, "queue", req.Filter.Queue, "dry_run", req.DryRun, "clear_deadline", req.ClearDeadline, "rate", req.Rate}
 	if len(req.Payload) > 0 {
-		if _, hidden, ok := RedactJSON(req.Payload); ok && hidden == 0 && len(req.Payload) <= hintPayloadMax {
-			args = append(args, "payload", req.Payload)
-		} else {
-			const again = "with the same corrected payload passed again; without it the payload that failed runs again"
-			if why == "" {
-				why = again
-			} else {
-				why += ", " + again
-			}
+		shown, again := RepeatedPayload(req.Payload)
+		args = append(args, "payload", shown)
+		if again != "" {
+			why = strings.TrimPrefix(why+"; "+again, "; ")
 		}
 	}
 	return hint(OpDLQRetry, why, args...)
+}
+
+// RepeatedPayload is the corrected payload of a retry by ids as the
+// retry's next steps repeat it, shown, and what their why adds about it,
+// again. A payload of at most 2 KB without secrets is itself, again
+// empty. One that holds secrets is shown with them redacted, and one
+// larger than that by a stand-in that says so: the retry refuses either
+// as it is (a corrected payload holding Redacted or ShortenedMark), and
+// again says to pass the payload whole, so that a next step followed
+// without it never retries the payload that failed. A front end that can
+// name where the payload came from (a file) may put that in place of a
+// step's payload equal to shown, and take "; "+again out of its why.
+func RepeatedPayload(payload json.RawMessage) (shown json.RawMessage, again string) {
+	red, hidden, ok := RedactJSON(payload)
+	switch {
+	case ok && hidden == 0 && len(payload) <= hintPayloadMax:
+		return payload, ""
+	case ok && hidden > 0 && len(red) <= hintPayloadMax && checkNoRedactionMarker(red) != nil:
+		return red, fmt.Sprintf("the payload here is the corrected one with its %s shown as %s, refused as it is: put the real %s back, or pass the corrected payload again",
+			plural.Count(hidden, "secret value", "secret values"), Redacted, plural.Of(hidden, "one", "ones"))
+	}
+	b, _ := json.Marshal(fmt.Sprintf("%sthe corrected payload, %d bytes, too large to repeat]", ShortenedMark, len(payload)))
+	return b, fmt.Sprintf("the payload here only stands for the corrected one (%d bytes, too large to repeat), refused as it is: pass the corrected payload again, whole", len(payload))
 }
 
 // clearDeadlineHint is the call that retries the messages a retry left

@@ -97,7 +97,9 @@ func TestLimitReachedHintsKeepTheFilter(t *testing.T) {
 
 // The real call a dry run with a corrected payload names carries that
 // payload: without it the payload that failed would run again. A payload
-// too large to repeat is left out, and the hint says to pass it again.
+// too large to repeat is stood in for by a value the retry refuses, and
+// the hint says to pass it again: followed as it is, the hint moves
+// nothing, rather than retrying the payload that failed.
 func TestDryRunHintKeepsTheCorrectedPayload(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -121,11 +123,28 @@ func TestDryRunHintKeepsTheCorrectedPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	h = findHint(t, r.Next, ops.OpDLQRetry)
-	if _, ok := h.Args["payload"]; ok || !strings.Contains(h.Why, "payload passed again") {
-		t.Fatalf("the real call after a dry run with a 4 KB payload: %+v; want no payload and a why saying to pass it again", h)
+	if !strings.Contains(h.Why, "pass the corrected payload again") || len(fmt.Sprint(h)) > 1000 {
+		t.Fatalf("the real call after a dry run with a 4 KB payload: %+v; want a short stand-in and a why saying to pass it again", h)
 	}
+	followHintRefused(t, svc, h)
 	if got := pgtest.Live(t, s, q+"_dlq"); got != 2 {
 		t.Fatalf("dry runs moved messages: the DLQ holds %d, want 2", got)
+	}
+}
+
+// followHintRefused makes the retry hint h names, as it is, and fails the
+// test unless it is refused as invalid.
+func followHintRefused(t *testing.T, svc *ops.Service, h ops.Hint) {
+	t.Helper()
+	payload, ok := h.Args["payload"].(json.RawMessage)
+	if !ok {
+		t.Fatalf("the hint %+v carries no payload: followed, it would retry the payload that failed", h)
+	}
+	ids, _ := h.Args["ids"].([]int64)
+	queue, _ := h.Args["queue"].(string)
+	_, err := svc.DLQRetry(testContext(t), ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: queue}, Payload: payload})
+	if !errors.Is(err, ops.ErrInvalid) {
+		t.Fatalf("the hint %+v followed as it is: %v; want it refused as invalid", h, err)
 	}
 }
 
@@ -349,6 +368,8 @@ func TestAmbiguousIDHintsKeepTheCall(t *testing.T) {
 
 // A corrected payload that holds a secret is not repeated in the next
 // call a dry run names: hints are shown and kept where secrets are not.
+// The hint shows it with the secret redacted, which the retry refuses, and
+// says to put the real value back: followed as it is, it moves nothing.
 func TestDryRunHintLeavesASecretPayloadOut(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -362,8 +383,13 @@ func TestDryRunHintLeavesASecretPayloadOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := findHint(t, r.Next, ops.OpDLQRetry)
-	if _, ok := h.Args["payload"]; ok || strings.Contains(fmt.Sprint(h), "hunter3") || !strings.Contains(h.Why, "payload passed again") {
-		t.Fatalf("the real call after a dry run with a secret in its payload: %+v; want no payload and a why saying to pass it again", h)
+	if strings.Contains(fmt.Sprint(h), "hunter3") || !strings.Contains(fmt.Sprintf("%s", h.Args["payload"]), `"order_id":42`) ||
+		!strings.Contains(h.Why, "put the real one back") {
+		t.Fatalf("the real call after a dry run with a secret in its payload: %+v; want the payload redacted and a why saying to put the secret back", h)
+	}
+	followHintRefused(t, svc, h)
+	if got := pgtest.Live(t, s, q+"_dlq"); got != 1 {
+		t.Fatalf("the DLQ holds %d, want 1", got)
 	}
 }
 

@@ -1,9 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -253,7 +258,10 @@ for an object, ...): its job would fail on it again. Quote the JSON once,
 for the shell: --payload '{"order_id": 42}' passes an object, while
 --payload '"{\"order_id\": 42}"' passes a string holding one, and is
 refused. A job that is to run with a payload of another type gets it as a
-new message: discard the dead one, then pgbus send.
+new message: discard the dead one, then pgbus send. The next step of a dry
+run reads the same @FILE again; a payload given inline comes back in it
+whole, or, when it holds secrets or is larger than 2 KB, redacted or by a
+stand-in the retry refuses until the payload is passed again.
 
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry 42
@@ -277,7 +285,11 @@ new message: discard the dead one, then pgbus send.
 					return err
 				}
 			}
-			return run(a, cmd, (*ops.Service).DLQRetry, req, a.printRetry,
+			retry := (*ops.Service).DLQRetry
+			if file, ok := strings.CutPrefix(payload, "@"); ok && req.Payload != nil {
+				retry = retryFromFile(file)
+			}
+			return run(a, cmd, retry, req, a.printRetry,
 				func(r ops.DLQRetry) error { return outcomeError("retried", r.Outcomes, r.Next) })
 		},
 	}
@@ -287,6 +299,34 @@ new message: discard the dead one, then pgbus send.
 	clearDeadlineFlag(cmd, &clearDeadline)
 	rateFlag(cmd, &rate)
 	return jsonFlag(cmd, ops.OpDLQRetry)
+}
+
+// retryFromFile is the retry of a corrected payload read from file: its
+// next steps that repeat the payload (ops.RepeatedPayload: the payload
+// itself, or a stand-in the retry refuses for one large or holding
+// secrets) read it from file again, named by its absolute path, so that a
+// step followed from any directory retries the corrected payload, never
+// the one that failed, and asks for nothing more.
+func retryFromFile(file string) func(*ops.Service, context.Context, ops.DLQRetryRequest) (ops.DLQRetry, error) {
+	if abs, err := filepath.Abs(file); err == nil {
+		file = abs
+	}
+	return func(s *ops.Service, ctx context.Context, req ops.DLQRetryRequest) (ops.DLQRetry, error) {
+		res, err := s.DLQRetry(ctx, req)
+		shown, again := ops.RepeatedPayload(req.Payload)
+		ops.RewriteHints(reflect.ValueOf(&res), func(h ops.Hint) ops.Hint {
+			if p, ok := h.Args["payload"].(json.RawMessage); !ok || h.Op != ops.OpDLQRetry || !bytes.Equal(p, shown) {
+				return h
+			}
+			h.Args = maps.Clone(h.Args)
+			h.Args["payload"] = "@" + file
+			if again != "" {
+				h.Why = strings.TrimSuffix(strings.TrimSuffix(h.Why, again), "; ")
+			}
+			return h
+		})
+		return res, err
+	}
 }
 
 // clearDeadlineFlag adds --clear-deadline to a retry.
