@@ -218,14 +218,7 @@ func standbyError(err error) error {
 // and an operator's for a write. A bulk call that stopped partway keeps
 // its own error, which says what it did: only its cause is said so.
 func permissionError(err error, e effect, role string) error {
-	role = cmp.Or(role, "<role>")
-	what := fmt.Sprintf("the database role %s lacks a privilege this call needs (%v)", role, err)
-	grants := store.ReadGrants(role)
-	todo := "trying again will not help: to let it read, run as the role that owns the pgbus schemas: " + grants
-	if e != reads {
-		grants = store.OperatorGrants(role)
-		todo = "trying again will not help: to let it repair and send, run as the role that owns the pgbus schemas: " + grants + "; or serve agents read-only, which needs only reads"
-	}
+	what, todo := permissionAdvice(err, e, role)
 	if partial, _ := partialCause(err); partial != nil {
 		*partial = cause{msg: fmt.Sprintf("%s; %s", what, todo), err: errors.Join(store.ErrPermission, *partial)}
 		return err
@@ -235,6 +228,18 @@ func permissionError(err error, e effect, role string) error {
 		parts = append(parts, changed)
 	}
 	return &Error{Msg: strings.Join(append(parts, todo), "; "), Err: errors.Join(store.ErrPermission, err)}
+}
+
+// permissionAdvice says what err, a statement refused for a privilege
+// the role lacks, means, and what to do about it: the grants of a reader
+// for a call that reads (e), an operator's for one that writes.
+func permissionAdvice(err error, e effect, role string) (what, todo string) {
+	role = cmp.Or(role, "<role>")
+	what = fmt.Sprintf("the database role %s lacks a privilege this call needs (%v)", role, err)
+	if e == reads {
+		return what, "trying again will not help: to let it read, run as the role that owns the pgbus schemas: " + store.ReadGrants(role)
+	}
+	return what, "trying again will not help: to let it repair and send, run as the role that owns the pgbus schemas: " + store.OperatorGrants(role) + "; or serve agents read-only, which needs only reads"
 }
 
 // unexplained is err, when nothing above could say what went wrong (an
@@ -620,17 +625,52 @@ func limitError(err error, lim store.Limit, e effect, role string) error {
 }
 
 // explainFailure is first, the words of one message's failure in a bulk
-// call ("message 42 in orders_dlq: " and err, or err alone), with the
-// setting named and what to do when err is a refusal by a limit a DBA set
-// for the role or database (store.LimitOf), as the call's own error says
-// when that message is all it moves; and whether it was one.
+// move ("message 42 in orders_dlq: " and err, or err alone), with what to
+// do when err is a refusal the call's own error explains the same way
+// when that message is all it moves: a privilege the role lacks (the
+// grants), or a limit a DBA set for the role or database (store.LimitOf,
+// the setting); and whether it was one.
 func explainFailure(first string, err error, role string) (string, bool) {
+	if err == nil || !strings.HasSuffix(first, err.Error()) {
+		return first, false
+	}
+	at := strings.TrimSuffix(first, err.Error())
+	if store.IsPermissionDenied(err) {
+		what, todo := permissionAdvice(err, writesInSteps, role)
+		return at + what + "; " + todo, true
+	}
 	lim := store.LimitOf(err)
-	if lim == store.NoLimit || err == nil || !strings.HasSuffix(first, err.Error()) {
+	if lim == store.NoLimit {
 		return first, false
 	}
 	what, todo := limitAdvice(lim, role)
-	return fmt.Sprintf("%s%s (%v); %s", strings.TrimSuffix(first, err.Error()), what, err, todo), true
+	return fmt.Sprintf("%s%s (%v); %s", at, what, err, todo), true
+}
+
+// sharedFailure is the refusal every message rep failed on shares, when
+// it is one the call's own error explains (a privilege the role lacks, a
+// limit a DBA set: explainFailure) and every failure recorded is of its
+// SQLSTATE; nil when rep has no failure, or its failures differ (a
+// deadline passed, a queue gone, another refusal). Messages another call
+// took meanwhile are no failure.
+func sharedFailure(rep *store.RetryReport) error {
+	err := rep.Err()
+	if err == nil || rep.Failed == 0 || !store.IsPermissionDenied(err) && store.LimitOf(err) == store.NoLimit {
+		return nil
+	}
+	code, _ := store.SQLState(err)
+	if code == "" {
+		return nil
+	}
+	for _, f := range rep.Failures {
+		if f.NotFound {
+			continue
+		}
+		if f.DeadlinePassed || f.QueueGone != "" || !strings.HasSuffix(f.Error, "(SQLSTATE "+code+")") {
+			return nil
+		}
+	}
+	return err
 }
 
 // limitAdvice says what limit lim is and what to do about it, naming role,

@@ -153,6 +153,8 @@ type DLQRetry struct {
 	// gone are the queues, each once, that no longer exist for messages to
 	// go back to, which kept them in their DLQ.
 	gone []string
+	// failCause is FailureCause's.
+	failCause error
 }
 
 func (r DLQRetry) hintCount() int   { return len(r.Next) }
@@ -236,6 +238,12 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	underWay := false
 	opts.Began = func() { underWay = true }
 	rep, err := s.store.RetryDeadMatching(ctx, f, limit, opts)
+	if err == nil && rep.Retried == 0 {
+		// Nothing moved, every message refused for one cause (a privilege
+		// the role lacks on their tables): that is the call's error, as
+		// for a retry by ids, which says what to do about it.
+		err = sharedFailure(&rep)
+	}
 	if store.IsDeadlinePassed(err) {
 		again := req // a dry run first: this call was guarded by its expect
 		again.DryRun = true
@@ -279,10 +287,30 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	var limited bool
 	if out.FirstError, limited = explainFailure(out.FirstError, rep.Err(), s.store.User()); limited && !hasOp(out.Next, OpDLQRetry) {
 		steps.Expect, steps.DryRun = "", false
-		out.Next = append(out.Next, steps.Hint("the same call again retries the messages a setting of the role or database kept in their DLQ (first_error says which), once what held them back is gone"))
+		out.Next = append(out.Next, steps.Hint("the same call again retries the messages a privilege or setting of the role or database kept in their DLQ (first_error says which), once what held them back is gone"))
 	}
+	out.failCause = s.failureCause(ctx, &rep)
 	return out, err
 }
+
+// failureCause is the refusal every message rep failed on shares
+// (sharedFailure), explained as the call's own error would be; nil when
+// there is none.
+func (s *Service) failureCause(ctx context.Context, rep *store.RetryReport) error {
+	cause := sharedFailure(rep)
+	if cause != nil {
+		s.explainDB(ctx, &cause, writesInSteps)
+	}
+	return cause
+}
+
+// FailureCause is the refusal every message r could not retry shares,
+// explained as the call's error would be when it moved nothing (a
+// privilege the role lacks, with the grants; a setting of the role or
+// database), of its kind (ErrorKind); nil when none failed, or they
+// failed for different reasons. A front end that makes an error of r's
+// failures gives it that kind.
+func (r DLQRetry) FailureCause() error { return r.failCause }
 
 // errNothingSelected refuses a move by filter whose filter is empty (or
 // blank) without All: a variable the caller meant to fill, left empty,
@@ -366,6 +394,9 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 	}
 	out.FirstError, _ = explainFailure(out.FirstError, rep.Err(), s.store.User())
 	out.Next = s.retryNext(ctx, out, req)
+	if out.Failed > 0 {
+		out.failCause = s.failureCause(ctx, &rep)
+	}
 	return out, nil
 }
 
@@ -516,18 +547,29 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 			// They stay among the oldest the filters select, so the next
 			// call spends part of its limit on them again.
 			them := plural.Of(r.Failed, "it", "them")
-			h.Why += fmt.Sprintf(", but first the %d that could not be moved, which %s tried again: retry %s as the hints above say, or discard %s, so that each call moves a whole limit", r.Failed, plural.Of(r.Failed, "is", "are"), them, them)
+			h.Why += fmt.Sprintf(", but first the %d that could not be moved, which %s tried again: retry %s %s, or discard %s, so that each call moves a whole limit", r.Failed, plural.Of(r.Failed, "is", "are"), them, r.howToRetryFailed(), them)
 		}
 		next = append(next, h)
 	case r.LimitReached:
 		them := plural.Of(r.Failed, "it", "them")
 		// The selection is oldest first, and messages that cannot move
 		// stay where they are: the same call would select them again.
-		next = append(next, hint(OpDLQList, fmt.Sprintf("the %s the filters select could not be moved, so the same call again would select %s again: retry %s as the hints above say, discard %s, or narrow the filters (since) to leave %s out",
-			plural.Of(r.Failed, "oldest message", fmt.Sprintf("%d oldest messages", r.Failed)), them, them, them, them),
+		next = append(next, hint(OpDLQList, fmt.Sprintf("the %s the filters select could not be moved, so the same call again would select %s again: retry %s %s, discard %s, or narrow the filters (since) to leave %s out",
+			plural.Of(r.Failed, "oldest message", fmt.Sprintf("%d oldest messages", r.Failed)), them, them, r.howToRetryFailed(), them, them),
 			req.Filter.hintArgs()...))
 	}
 	return uniqueHints(next)
+}
+
+// howToRetryFailed says how the messages r could not move are retried:
+// as the steps before say, when there are steps for them (clearing a
+// deadline that passed, creating a queue again), else once what failed
+// them, which first_error names, is fixed.
+func (r DLQRetry) howToRetryFailed() string {
+	if r.DeadlinesPassed > 0 || len(r.gone) > 0 {
+		return "as the hints above say"
+	}
+	return "once what failed them is fixed (first_error says what)"
 }
 
 // visibleWhen says when a paced retry's last message becomes visible: at

@@ -289,8 +289,15 @@ stand-in the retry refuses until the payload is passed again.
 			if file, ok := strings.CutPrefix(payload, "@"); ok && req.Payload != nil {
 				retry = retryFromFile(file)
 			}
-			return run(a, cmd, retry, req, a.printRetry,
-				func(r ops.DLQRetry) error { return outcomeError("retried", r.Outcomes, r.Next) })
+			return run(a, cmd, retry, req, a.printRetry, func(r ops.DLQRetry) error {
+				err := outcomeError("retried", r.Outcomes, r.Next)
+				if e, ok := err.(*ops.Error); ok && e.Err == nil {
+					// Of the kind of the cause every failure shares (a
+					// privilege the role lacks), when they share one.
+					e.Err = r.FailureCause()
+				}
+				return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue (or DLQ) holding the messages")
@@ -421,7 +428,11 @@ scheduled.
 			}
 			return run(a, cmd, (*ops.Service).DLQRetry, req, a.printRetry, func(rep ops.DLQRetry) error {
 				if rep.Failed > 0 {
-					e := &ops.Error{Msg: fmt.Sprintf("%d of %s could not be retried; first: %s", rep.Failed, plural.Count(rep.Failed+rep.Retried, "message", "messages"), rep.FirstError)}
+					// Of the kind of the cause every failure shares (a
+					// privilege the role lacks), which the first's words
+					// explain; of kind failed when they differ.
+					e := &ops.Error{Msg: fmt.Sprintf("%d of %s could not be retried; first: %s", rep.Failed, plural.Count(rep.Failed+rep.Retried, "message", "messages"), rep.FirstError),
+						Err: rep.FailureCause()}
 					// The call that retries those past their deadline is
 					// the error's next step too, for a script that reads
 					// only the error.

@@ -305,7 +305,13 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 	if rep.DryRun {
 		verb = "would retry"
 	}
-	fmt.Fprintf(a.stdout, "%s %s%s", verb, plural.Count(rep.Retried, "dead message", "dead messages"), limitNote(rep.LimitReached))
+	limit := limitNote(rep.LimitReached)
+	if rep.Retried == 0 && rep.Failed > 0 {
+		// The limit did not stop it: the messages it selected failed, and
+		// the next steps say what to do about them.
+		limit = ""
+	}
+	fmt.Fprintf(a.stdout, "%s %s%s", verb, plural.Count(rep.Retried, "dead message", "dead messages"), limit)
 	if rep.Failed > 0 {
 		fmt.Fprintf(a.stdout, "; %d failed (first: %s)", rep.Failed, rep.FirstError)
 	}
