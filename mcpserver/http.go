@@ -285,7 +285,8 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 			stream = noAnyOrigin(h)
 		}
 		mux.Handle(PathSSE, boundStreams(streams.track(stream), cfg))
-		mux.Handle(PathMessage, checkJSONBodies(cfg.Logger, cfg.TrustedProxies, sseDoor(h, frontDoor{s: s, each: eachPOST}, h)))
+		streams.watch(s)
+		mux.Handle(PathMessage, checkJSONBodies(cfg.Logger, cfg.TrustedProxies, streams.messages(s, h, frontDoor{s: s, each: eachPOST}, cfg)))
 		closeSessions = func(context.Context) { h.CloseSessions() }
 	}
 	// The metrics and probes handlers are those of --metrics-addr too,
