@@ -15,3 +15,11 @@ func WithSessionIdleTTL(cfg HTTPConfig, d time.Duration) HTTPConfig {
 	cfg.sessionIdleTTL = d
 	return cfg
 }
+
+// WithWriteTimeout returns cfg with a write to a client that makes no
+// progress for d ending its connection, so that tests need not wait the
+// default.
+func WithWriteTimeout(cfg HTTPConfig, d time.Duration) HTTPConfig {
+	cfg.writeTimeout = d
+	return cfg
+}

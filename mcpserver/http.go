@@ -61,6 +61,11 @@ const (
 	// DefaultBodyReadTimeout bounds the time a client has to send a
 	// request body once its headers are in.
 	DefaultBodyReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds one write to a client of the MCP
+	// endpoints, an event of a stream included: a client that does not
+	// read for that long is taken as gone, and its connection is closed,
+	// which ends its event stream and, over SSE, its session.
+	DefaultWriteTimeout = time.Minute
 	// shutdownTimeout bounds the graceful part of a shutdown: requests
 	// still running after it are cut.
 	shutdownTimeout = 10 * time.Second
@@ -139,6 +144,10 @@ type HTTPConfig struct {
 	// sessionIdleTTL ends a Streamable HTTP session idle for that long;
 	// defaultSessionIdleTTL when zero. Tests shorten it.
 	sessionIdleTTL time.Duration
+	// writeTimeout ends the connection of a response to the MCP endpoints
+	// when one write to it makes no progress for that long;
+	// DefaultWriteTimeout when zero. Tests shorten it.
+	writeTimeout time.Duration
 }
 
 func (c HTTPConfig) withDefaults() HTTPConfig {
@@ -159,6 +168,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	}
 	if c.sessionIdleTTL <= 0 {
 		c.sessionIdleTTL = defaultSessionIdleTTL
+	}
+	if c.writeTimeout <= 0 {
+		c.writeTimeout = DefaultWriteTimeout
 	}
 	return c
 }
@@ -263,7 +275,7 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	switch cfg.Transport {
 	case TransportHTTP:
 		h, closeAll := streamableHandler(s, cfg)
-		mux.Handle(base+PathMCP, h)
+		mux.Handle(base+PathMCP, writeDeadlines(h, cfg.writeTimeout))
 		closeSessions = closeAll
 	case TransportSSE:
 		streams := newSSEStreams()
@@ -284,9 +296,9 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		if len(cors) == 0 {
 			stream = noAnyOrigin(h)
 		}
-		mux.Handle(PathSSE, boundStreams(streams.track(stream), cfg))
+		mux.Handle(PathSSE, writeDeadlines(boundStreams(streams.track(stream), cfg), cfg.writeTimeout))
 		streams.watch(s)
-		mux.Handle(PathMessage, checkJSONBodies(cfg.Logger, cfg.TrustedProxies, streams.messages(s, h, frontDoor{s: s, each: eachPOST}, cfg)))
+		mux.Handle(PathMessage, writeDeadlines(checkJSONBodies(cfg.Logger, cfg.TrustedProxies, streams.messages(s, h, frontDoor{s: s, each: eachPOST}, cfg)), cfg.writeTimeout))
 		closeSessions = func(context.Context) { h.CloseSessions() }
 	}
 	// The metrics and probes handlers are those of --metrics-addr too,
@@ -435,7 +447,8 @@ func Serve(ctx context.Context, s *server.MCPServer, ln net.Listener, cfg HTTPCo
 // Long-lived event streams rule out ReadTimeout and WriteTimeout:
 // ReadTimeout would also end a stream when net/http's watch for the client
 // going away hits it. The security middleware bounds the time to receive a
-// body instead, per request.
+// body instead, per request, and writeDeadlines each write to the MCP
+// endpoints.
 func newHTTPServer(ctx context.Context, cfg HTTPConfig, handler http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           handler,
@@ -526,3 +539,47 @@ func (w *noAnyOriginWriter) Flush() {
 
 // Unwrap gives http.ResponseController the writer underneath.
 func (w *noAnyOriginWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeDeadlines gives each write of next's responses, and each flush,
+// timeout to make progress: a client that stops reading an event stream
+// would otherwise hold its handler in a write for as long as its
+// connection stays open, and with it the stream's session and what it
+// holds. A write that times out closes the connection, which ends the
+// request's context, and so the stream. The deadline is lifted after each
+// write, for the idle time of a stream and the next request of the
+// connection.
+func writeDeadlines(next http.Handler, timeout time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: timeout}, r)
+	})
+}
+
+// deadlineWriter sets a write deadline around each write and flush.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+// arm sets the deadline of a write starting now, and returns how to lift
+// it; a writer without deadlines (a test's recorder) gets none.
+func (w *deadlineWriter) arm() func() {
+	if w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) != nil {
+		return func() {}
+	}
+	return func() { _ = w.rc.SetWriteDeadline(time.Time{}) }
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	defer w.arm()()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush sends what was written to the client, within the deadline.
+func (w *deadlineWriter) Flush() {
+	defer w.arm()()
+	_ = w.rc.Flush()
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

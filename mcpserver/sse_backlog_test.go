@@ -221,3 +221,27 @@ func TestSSEStreamNotReadCountsAnsweredMessages(t *testing.T) {
 		})
 	}
 }
+
+// An event stream whose client stopped reading ends once a write to it
+// makes no progress for the write timeout, and its session with it: its
+// messages are refused as those of a session not open, and the stream's
+// connection, goroutine and answers are let go.
+func TestSSEStreamNotReadEnds(t *testing.T) {
+	t.Parallel()
+	cfg := mcpserver.WithWriteTimeout(mcpserver.HTTPConfig{Transport: mcpserver.TransportSSE}, time.Second)
+	base := serveHTTP(t, deps(t, testStore(t)), cfg)
+	session, _ := stalledSSEStream(t, base)
+	url := base + mcpserver.PathMessage + "?sessionId=" + session
+	if r := rawRequest(t, http.MethodPost, url, "", rawInitialize); r.status != http.StatusAccepted {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	for range 2 * maxUnanswered {
+		if r := rawRequest(t, http.MethodPost, url, "", rawListTools); r.status != http.StatusAccepted {
+			break // the stream holds as many answers as it may
+		}
+	}
+	pgtest.Eventually(t, 2*time.Minute, "the session of a stream not read to end", func() bool {
+		r := rawRequest(t, http.MethodPost, url, "", rawListTools)
+		return r.status == http.StatusBadRequest && strings.Contains(r.body, "session")
+	})
+}
