@@ -12,7 +12,8 @@ import (
 // params the server cannot take (it gets a JSON-RPC error), nor one the
 // gate refuses (a wrong bearer token, a foreign origin). No session is
 // left of any of them: with room for one session, the next initialize
-// gets it, and the one after is refused.
+// gets it, and the one after is refused while it is in use (its event
+// stream open).
 func TestFailedInitializeGivesNoSession(t *testing.T) {
 	t.Parallel()
 	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, AuthToken: "tok-123", MaxSessions: 1})
@@ -47,7 +48,8 @@ func TestFailedInitializeGivesNoSession(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("initialize after the failed ones, with room for one session: %d, session %q, %s; want the session", resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), body)
 	}
+	openGETStream(t, base, resp.Header.Get("Mcp-Session-Id"), "tok-123")
 	if resp, body := doRaw(t, base, rawReq{label: "initialize", headers: auth}); resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a second session with room for one: %d %s; want 503", resp.StatusCode, body)
+		t.Fatalf("a second session with room for one, in use: %d %s; want 503", resp.StatusCode, body)
 	}
 }

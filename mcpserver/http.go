@@ -98,10 +98,13 @@ type HTTPConfig struct {
 	MaxBodyBytes int64
 	// MaxSessions bounds the sessions open at once, so that clients that
 	// open sessions and never end them cannot grow the server without
-	// bound: a new session beyond it is refused with 503 until one ends.
-	// A Streamable HTTP session ends by DELETE or an hour idle; a session
-	// of the SSE transport is its event stream (GET PathSSE), and ends when
-	// the stream closes. DefaultMaxSessions when zero.
+	// bound. A Streamable HTTP session ends by DELETE or an hour idle, and
+	// a new one beyond the bound ends the session idle the longest that
+	// has no event stream open and no request under way, or is refused
+	// with 503 when there is none. A session of the SSE transport is its
+	// event stream (GET PathSSE), and ends when the stream closes: one
+	// beyond the bound is refused with 503 until one closes.
+	// DefaultMaxSessions when zero.
 	MaxSessions int
 	// TrustedProxies are the reverse proxies in front of the server: a
 	// refused request's log names the client they say they forward for
@@ -480,7 +483,7 @@ func boundStreams(next http.Handler, cfg HTTPConfig) http.Handler {
 		}
 		mu.Unlock()
 		if full {
-			refuseFull(cfg.Logger, cfg.TrustedProxies, w, r, cfg.MaxSessions,
+			refuseFull(cfg.Logger, cfg.TrustedProxies, w, r, cfg.MaxSessions, time.Minute,
 				"close event streams no longer used (each "+PathSSE+" stream is a session, ended when the client disconnects), then connect again")
 			return
 		}

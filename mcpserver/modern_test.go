@@ -289,6 +289,8 @@ func TestModernRequestsSecurity(t *testing.T) {
 	if first.status != http.StatusOK || first.header.Get("Mcp-Session-Id") == "" {
 		t.Fatalf("the one session allowed: %d %v", first.status, first.header)
 	}
+	// In use, its event stream open, it is not ended for a new one.
+	openGETStream(t, base, first.header.Get("Mcp-Session-Id"), token)
 	// An initialize on the open session would start another: refused
 	// as a second one is.
 	if r := legacy(first.header.Get("Mcp-Session-Id")); r.status != http.StatusServiceUnavailable || r.header.Get("Mcp-Session-Id") != "" {

@@ -33,7 +33,7 @@ const defaultSessionIdleTTL = time.Hour
 const sessionNotFound = -32001
 
 // msgSessionNotOpen refuses a request naming a session that is not open.
-const msgSessionNotOpen = "pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header"
+const msgSessionNotOpen = "pgbus: this MCP session is not open: it was never issued by this server, was ended by DELETE, expired after being idle, was ended while idle to make room for a new session when the server held as many as it keeps, or the server restarted; start a new session by sending initialize without an Mcp-Session-Id header"
 
 // msgBatches refuses a JSON-RPC batch, followed by how the transport takes
 // requests one by one (eachPOST, eachLine).
@@ -55,11 +55,13 @@ var errSessionNotOpen = errors.New("session not open")
 // It implements mcp-go's server.SessionIdManager.
 type sessions struct {
 	mu   sync.Mutex
-	open map[string]struct{}
+	open map[string]*openSession
 	// pending counts requests that may start a session and have not yet:
 	// with the open ones, they never pass max.
 	pending int
 	max     int
+	// idleTTL is how long a session lasts without a request.
+	idleTTL time.Duration
 	log     *slog.Logger
 	trusted []netip.Prefix // reverse proxies, for the client in logs
 	// end ends a session no client can use, with everything mcp-go keeps
@@ -72,8 +74,19 @@ type sessions struct {
 	door frontDoor
 }
 
+// openSession is what sessions knows of an open session, to choose the one
+// to end when a new one needs its place (reserve).
+type openSession struct {
+	// used is when its last request started or ended.
+	used time.Time
+	// streams counts its event streams (GET) open.
+	streams int
+	// starting tells that its initialize is being answered.
+	starting bool
+}
+
 func newSessions(cfg HTTPConfig) *sessions {
-	return &sessions{open: map[string]struct{}{}, max: cfg.MaxSessions, log: cfg.Logger, trusted: cfg.TrustedProxies,
+	return &sessions{open: map[string]*openSession{}, max: cfg.MaxSessions, idleTTL: cfg.sessionIdleTTL, log: cfg.Logger, trusted: cfg.TrustedProxies,
 		running: map[string]map[*sessionEnd]struct{}{}}
 }
 
@@ -86,10 +99,31 @@ func (m *sessions) Generate() string {
 	_, _ = rand.Read(b) // never fails: crypto/rand aborts the program instead
 	id := hex.EncodeToString(b)
 	m.mu.Lock()
-	m.open[id] = struct{}{}
+	m.open[id] = &openSession{used: time.Now(), starting: true}
 	m.pending = max(m.pending-1, 0) // the reservation of its request
 	m.mu.Unlock()
 	return id
+}
+
+// started records that the initialize of session id was answered.
+func (m *sessions) started(id string) {
+	m.mu.Lock()
+	if s := m.open[id]; s != nil {
+		s.starting = false
+		s.used = time.Now()
+	}
+	m.mu.Unlock()
+}
+
+// use records a request of session id starting or ending, and with
+// streams +1 or -1 an event stream opening or closing.
+func (m *sessions) use(id string, streams int) {
+	m.mu.Lock()
+	if s := m.open[id]; s != nil {
+		s.used = time.Now()
+		s.streams += streams
+	}
+	m.mu.Unlock()
 }
 
 // Validate accepts an open id and refuses any other with an error, which
@@ -228,18 +262,49 @@ func (m *sessions) track(id, request string, conn context.Context) (*sessionEnd,
 	}
 }
 
-// reserve holds a place for the session a request may start, and reports
-// false when as many sessions are open or being started as may be.
-// Requests that arrive at once are counted one by one, so the bound holds
-// exactly.
-func (m *sessions) reserve() bool {
+// reserve holds a place for the session a request may start. When as
+// many sessions are open or being started as may be, it takes the place of
+// the session idle the longest that can be ended (endable), which it
+// returns, with how long it was idle, for the caller to end; when none
+// can be, it reports false and how long until the first can, at the
+// latest: once idle for the idle timeout. Requests that arrive at once
+// are counted one by one, so the bound holds exactly.
+func (m *sessions) reserve() (ok bool, ended string, idle, wait time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.open)+m.pending >= m.max {
-		return false
+	if len(m.open)+m.pending < m.max {
+		m.pending++
+		return true, "", 0, 0
 	}
+	now := time.Now()
+	var oldest *openSession
+	var first time.Duration // until the first that is not starting idles out
+	found := false
+	for id, s := range m.open {
+		if m.endable(id, s, now) {
+			if oldest == nil || s.used.Before(oldest.used) {
+				oldest, ended = s, id
+			}
+			continue
+		}
+		if left := s.used.Add(m.idleTTL).Sub(now); !s.starting && (!found || left < first) {
+			first, found = left, true
+		}
+	}
+	if oldest == nil {
+		return false, "", 0, max(first, time.Second)
+	}
+	delete(m.open, ended) // its place is the new session's
 	m.pending++
-	return true
+	return true, ended, now.Sub(oldest.used), 0
+}
+
+// endable reports whether session id, s, can be ended for a new one: it
+// has no request under way and no initialize being answered, and has no
+// event stream open or has been idle for the idle timeout, after which
+// mcp-go's sweeper ends it anyway. The caller holds m.mu.
+func (m *sessions) endable(id string, s *openSession, now time.Time) bool {
+	return !s.starting && len(m.running[id]) == 0 && (s.streams == 0 || now.Sub(s.used) >= m.idleTTL)
 }
 
 // unreserve gives back the place of a request that started no session.
@@ -343,6 +408,14 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 			// or --max-sessions would bound nothing.
 			m.startSession(w, r, next)
 		case id != "":
+			// A session in use, or whose event stream is open, is not
+			// ended for a new one (reserve).
+			streams := 0
+			if r.Method == http.MethodGet {
+				streams = 1
+			}
+			m.use(id, streams)
+			defer m.use(id, -streams)
 			if r.Method == http.MethodPost {
 				if method == "" && hasID {
 					m.answered(id, rawID) // the client's answer to a question
@@ -408,21 +481,31 @@ func (w *sessionWriter) Flush() {
 func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // refuseFull answers a request that would start a session past the bound with
-// 503, Retry-After and a JSON-RPC error that says how many sessions are
-// open (bound) and then what to do, in the words of the transport.
-func refuseFull(log *slog.Logger, trusted []netip.Prefix, w http.ResponseWriter, r *http.Request, bound int, then string) {
-	w.Header().Set("Retry-After", "60")
+// 503, Retry-After (wait, in whole seconds) and a JSON-RPC error that says
+// how many sessions are open (bound) and then what to do, in the words of
+// the transport.
+func refuseFull(log *slog.Logger, trusted []netip.Prefix, w http.ResponseWriter, r *http.Request, bound int, wait time.Duration, then string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
 	refuseRequest(log, trusted, w, r, http.StatusServiceUnavailable, mcp.INTERNAL_ERROR, fmt.Sprintf(
 		"pgbus: the server has %s open, as many as it keeps; %s", plural.Count(bound, "MCP session", "MCP sessions"), then))
 }
 
 // startSession passes on a request that may start a session when there is
-// room for one, and refuses it with 503 when there is not.
+// room for one, or a session idle the longest to end for it, and refuses it
+// with 503 when there is neither.
 func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	if !m.reserve() {
-		refuseFull(m.log, m.trusted, w, r, m.max,
-			"end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close) or wait for idle ones to expire, then initialize again")
+	ok, ended, idle, wait := m.reserve()
+	if !ok {
+		refuseFull(m.log, m.trusted, w, r, m.max, wait, fmt.Sprintf(
+			"none is idle without an event stream: each has one open, or a request under way; "+
+				"the first can be ended once it has neither, or once idle for the idle timeout (%s), in %s at the latest: "+
+				"end sessions no longer used (DELETE with their Mcp-Session-Id, as clients do when they close), or initialize again after Retry-After",
+			m.idleTTL, wait.Round(time.Second)))
 		return
+	}
+	if ended != "" {
+		m.log.Info("MCP session ended, idle the longest, to make room for a new one", "idle", idle.Round(time.Second), "max_sessions", m.max)
+		m.end(ended)
 	}
 	slot := &issued{}
 	answer := &initWriter{ResponseWriter: w}
@@ -431,6 +514,8 @@ func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next htt
 	switch {
 	case slot.id == "":
 		m.unreserve() // no session was issued: the place goes back
+	case started:
+		m.started(slot.id)
 	case !started:
 		// Generate took the place, but the initialize failed, or its
 		// answer did not give the client the id: no client can use the

@@ -142,7 +142,7 @@ transport, stdio included.`,
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "browser origins allowed to call the HTTP transports (comma list, scheme://host[:port], or *); loopback origins pass the Origin check when bound to loopback, but a browser client needs its origin listed here for CORS")
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
 	addAuthTokenFlag(fl, &f.authToken, "bearer token HTTP clients must send")
-	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "MCP sessions (Streamable HTTP) or event streams (SSE) kept open at once; a new one past them gets 503 with Retry-After until one ends (env "+EnvMaxSessions+")")
+	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "MCP sessions (Streamable HTTP) or event streams (SSE) kept open at once; past them, a new session ends the one idle the longest without an event stream or request under way, and a new one that finds none, or a new event stream, gets 503 with Retry-After (env "+EnvMaxSessions+")")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools ("+strings.Join(tools.WriteNames(), ", ")+") are not listed, and a call to one changes nothing and names the command to run instead")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values tools show even when payloads are hidden, keys joined by dots (comma list: tenant,plan,file.type; env "+EnvSafeFields+", config safe_fields); secrets stay redacted")

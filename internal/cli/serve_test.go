@@ -285,12 +285,20 @@ func TestServeHTTPAndSignal(t *testing.T) {
 	c := connectHTTP(t, ctx, endpoint, "tok-123", logs)
 	callTool(t, c, "pgbus_queue_stats", map[string]any{})
 	// PGBUS_MCP_MAX_SESSIONS=1: a client of a protocol with sessions gets
-	// one, and a second waits for it to end.
-	for i, want := range []int{http.StatusOK, http.StatusServiceUnavailable} {
-		status, body := sessionInitialize(t, ctx, endpoint, "tok-123")
-		if status != want {
-			t.Fatalf("session %d with PGBUS_MCP_MAX_SESSIONS=1: %d %s; want %d", i+1, status, body, want)
+	// one, and a second takes its place once it is idle: the first is
+	// open no more.
+	var first string
+	for i := range 2 {
+		status, id, body := sessionInitialize(t, ctx, endpoint, "tok-123", "")
+		if status != http.StatusOK || id == "" {
+			t.Fatalf("session %d with PGBUS_MCP_MAX_SESSIONS=1: %d %s; want a session", i+1, status, body)
 		}
+		if first == "" {
+			first = id
+		}
+	}
+	if status, _, body := sessionInitialize(t, ctx, endpoint, "tok-123", first); status != http.StatusNotFound {
+		t.Fatalf("the first session, after a second took its place with PGBUS_MCP_MAX_SESSIONS=1: %d %s; want 404", status, body)
 	}
 	_ = c.Close()
 
@@ -307,8 +315,9 @@ func TestServeHTTPAndSignal(t *testing.T) {
 }
 
 // sessionInitialize starts a Streamable HTTP session of protocol
-// 2025-06-18 at endpoint and returns the answer's status and body.
-func sessionInitialize(t *testing.T, ctx context.Context, endpoint, token string) (int, string) {
+// 2025-06-18 at endpoint, sending the Mcp-Session-Id session unless it is
+// empty, and returns the answer's status, session id and body.
+func sessionInitialize(t *testing.T, ctx context.Context, endpoint, token, session string) (int, string, string) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}`
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
@@ -318,13 +327,16 @@ func sessionInitialize(t *testing.T, ctx context.Context, endpoint, token string
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Authorization", "Bearer "+token)
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
 }
 
 // Bad serve command lines are usage errors (exit 2) found before any
