@@ -56,8 +56,14 @@ const (
 	// Streamable HTTP, or the event streams of the SSE transport.
 	DefaultMaxSessions = 1000
 	// MaxMaxSessions is the largest MaxSessions may be: each session keeps
-	// some memory until it ends or an hour passes idle.
+	// some memory until it ends or SessionIdleTimeout passes idle.
 	MaxMaxSessions = 100_000
+	// DefaultSessionIdleTimeout ends a Streamable HTTP session after an
+	// hour without a request, so that clients that never DELETE do not
+	// pile up.
+	DefaultSessionIdleTimeout = time.Hour
+	// MinSessionIdleTimeout is the shortest SessionIdleTimeout may be.
+	MinSessionIdleTimeout = time.Second
 	// DefaultBodyReadTimeout bounds the time a client has to send a
 	// request body once its headers are in.
 	DefaultBodyReadTimeout = 30 * time.Second
@@ -98,7 +104,8 @@ type HTTPConfig struct {
 	MaxBodyBytes int64
 	// MaxSessions bounds the sessions open at once, so that clients that
 	// open sessions and never end them cannot grow the server without
-	// bound. A Streamable HTTP session ends by DELETE or an hour idle, and
+	// bound. A Streamable HTTP session ends by DELETE or SessionIdleTimeout
+	// idle, and
 	// a new one beyond the bound ends the session idle the longest that
 	// has no event stream open and no request under way, or is refused
 	// with 503 when there is none. A session of the SSE transport is its
@@ -106,6 +113,11 @@ type HTTPConfig struct {
 	// beyond the bound is refused with 503 until one closes.
 	// DefaultMaxSessions when zero.
 	MaxSessions int
+	// SessionIdleTimeout ends a Streamable HTTP session after that long
+	// without a request; mcp-go looks for such sessions every half of it,
+	// so one lasts up to one and a half times it. At least
+	// MinSessionIdleTimeout; DefaultSessionIdleTimeout when zero.
+	SessionIdleTimeout time.Duration
 	// TrustedProxies are the reverse proxies in front of the server: a
 	// refused request's log names the client they say they forward for
 	// (X-Forwarded-For) next to the proxy's address.
@@ -145,7 +157,8 @@ type HTTPConfig struct {
 	// DefaultBodyReadTimeout when zero. Tests shorten it.
 	bodyReadTimeout time.Duration
 	// sessionIdleTTL ends a Streamable HTTP session idle for that long;
-	// defaultSessionIdleTTL when zero. Tests shorten it.
+	// SessionIdleTimeout when zero. Tests shorten it below
+	// MinSessionIdleTimeout.
 	sessionIdleTTL time.Duration
 	// writeTimeout ends the connection of a response to the MCP endpoints
 	// when one write to it makes no progress for that long;
@@ -169,8 +182,11 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	if c.bodyReadTimeout <= 0 {
 		c.bodyReadTimeout = DefaultBodyReadTimeout
 	}
+	if c.SessionIdleTimeout <= 0 {
+		c.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
 	if c.sessionIdleTTL <= 0 {
-		c.sessionIdleTTL = defaultSessionIdleTTL
+		c.sessionIdleTTL = c.SessionIdleTimeout
 	}
 	if c.writeTimeout <= 0 {
 		c.writeTimeout = DefaultWriteTimeout
@@ -213,7 +229,10 @@ func (c HTTPConfig) Check() error {
 		}
 	}
 	if c.MaxSessions > MaxMaxSessions {
-		return fmt.Errorf("--max-sessions %d is more than %d: each open session keeps memory until it ends or an hour passes idle; use %d or less", c.MaxSessions, MaxMaxSessions, MaxMaxSessions)
+		return fmt.Errorf("--max-sessions %d is more than %d: each open session keeps memory until it ends or --session-idle-timeout passes idle; use %d or less", c.MaxSessions, MaxMaxSessions, MaxMaxSessions)
+	}
+	if c.SessionIdleTimeout < MinSessionIdleTimeout {
+		return fmt.Errorf("--session-idle-timeout %s: give %s or more", c.SessionIdleTimeout, MinSessionIdleTimeout)
 	}
 	for _, o := range c.AllowedOrigins {
 		if o != "*" && normalizeOrigin(o) == "" {

@@ -24,10 +24,6 @@ import (
 	"github.com/pgbus/pgbus/internal/plural"
 )
 
-// defaultSessionIdleTTL ends a Streamable HTTP session after an hour without
-// a request, so that clients that never DELETE do not pile up.
-const defaultSessionIdleTTL = time.Hour
-
 // sessionNotFound is the JSON-RPC error code of a request on a session that
 // is not open, as other MCP servers answer it.
 const sessionNotFound = -32001

@@ -138,3 +138,18 @@ func TestFullSessionsNoneIdle(t *testing.T) {
 	wantSessionNotOpen(t, "the session whose call ended, after a new one took its place",
 		rawRequest(t, http.MethodPost, base+mcpserver.PathMCP, calling, rawListTools))
 }
+
+// A session idle timeout under a second is refused before anything
+// starts; none takes the default hour.
+func TestSessionIdleTimeoutChecked(t *testing.T) {
+	t.Parallel()
+	err := mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, SessionIdleTimeout: 500 * time.Millisecond}.Check()
+	if err == nil || !strings.Contains(err.Error(), "--session-idle-timeout 500ms: give 1s or more") {
+		t.Errorf("an idle timeout of 500ms: %v; want it refused, saying to give 1s or more", err)
+	}
+	for _, d := range []time.Duration{0, time.Second, 2 * time.Hour} {
+		if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, SessionIdleTimeout: d}).Check(); err != nil {
+			t.Errorf("an idle timeout of %s: %v", d, err)
+		}
+	}
+}

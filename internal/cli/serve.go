@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -30,6 +31,7 @@ type serveFlags struct {
 	allowedHosts   []string
 	authToken      string
 	maxSessions    int
+	idleTimeout    time.Duration
 	readOnly       bool
 	noWorkers      bool
 	allowPayloads  bool
@@ -128,6 +130,9 @@ transport, stdio included.`,
 			if f.maxSessions < 1 {
 				return usageError{fmt.Errorf("--max-sessions %d%s: give 1 or more", f.maxSessions, a.from("max-sessions"))}
 			}
+			if f.idleTimeout < mcpserver.MinSessionIdleTimeout {
+				return usageError{fmt.Errorf("--session-idle-timeout %s: give %s or more", f.idleTimeout, mcpserver.MinSessionIdleTimeout)}
+			}
 			concurrency, err := a.resolveConcurrency(cmd.Flags(), &f.concurrency)
 			if err != nil {
 				return err
@@ -143,6 +148,7 @@ transport, stdio included.`,
 	fl.StringSliceVar(&f.allowedHosts, "allowed-hosts", nil, "extra Host header values the HTTP transports accept (comma list, host or host:port), e.g. the name a reverse proxy uses")
 	addAuthTokenFlag(fl, &f.authToken, "bearer token HTTP clients must send")
 	fl.IntVar(&f.maxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "MCP sessions (Streamable HTTP) or event streams (SSE) kept open at once; past them, a new session ends the one idle the longest without an event stream or request under way, and a new one that finds none, or a new event stream, gets 503 with Retry-After (env "+EnvMaxSessions+")")
+	fl.DurationVar(&f.idleTimeout, "session-idle-timeout", mcpserver.DefaultSessionIdleTimeout, "end a Streamable HTTP session after this long without a request (looked for every half of it, so an idle session lasts up to one and a half times it); 1s or more")
 	fl.BoolVar(&f.readOnly, "read-only", false, "serve only the read tools: the write tools ("+strings.Join(tools.WriteNames(), ", ")+") are not listed, and a call to one changes nothing and names the command to run instead")
 	fl.BoolVar(&f.allowPayloads, "allow-payloads", false, "let tools and resources show message payloads (redacted) when a call asks for them")
 	fl.StringSliceVar(&f.safeFields, "safe-fields", nil, "payload fields whose values tools show even when payloads are hidden, keys joined by dots (comma list: tenant,plan,file.type; env "+EnvSafeFields+", config safe_fields); secrets stay redacted")
@@ -166,7 +172,7 @@ transport, stdio included.`,
 func (a *app) mcpConfig(f serveFlags) runner.MCPConfig {
 	return runner.MCPConfig{
 		Transport: f.transport,
-		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, MaxSessions: f.maxSessions, BasePath: f.basePath},
+		HTTP:      mcpserver.HTTPConfig{Addr: f.addr, AllowedOrigins: f.allowedOrigins, AllowedHosts: f.allowedHosts, AuthToken: f.authToken, MaxSessions: f.maxSessions, SessionIdleTimeout: f.idleTimeout, BasePath: f.basePath},
 		ReadOnly:  f.readOnly, AllowPayloads: f.allowPayloads, SafeFields: a.safeFields(f.safeFields),
 		Stdin: a.stdin, Stdout: a.stdout, Logger: a.log, Handlers: a.queueHandlers(), DatabaseCallTimeout: f.timing.callTimeout,
 		CommandFlags: a.relayFlags(),

@@ -314,6 +314,27 @@ func TestServeHTTPAndSignal(t *testing.T) {
 	}
 }
 
+// --session-idle-timeout ends a Streamable HTTP session after that long
+// without a request, instead of the default hour.
+func TestServeSessionIdleTimeout(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--transport", "http", "--addr", "127.0.0.1:0", "--database-url", url, "--log-format", "json", "--session-idle-timeout", "1s")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PGBUS_MCP_TOKEN=tok-123"}
+	endpoint, logs := startListening(t, cmd, "pgbus MCP server listening", "url")
+	defer func() { _ = cmd.Process.Kill() }()
+	status, id, body := sessionInitialize(t, ctx, endpoint, "tok-123", "")
+	if status != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d %s\n%s", status, body, logs.String())
+	}
+	pgtest.Eventually(t, time.Minute, "the session idle past --session-idle-timeout 1s to end", func() bool {
+		status, _, _ := sessionInitialize(t, ctx, endpoint, "tok-123", id)
+		return status == http.StatusNotFound
+	})
+}
+
 // sessionInitialize starts a Streamable HTTP session of protocol
 // 2025-06-18 at endpoint, sending the Mcp-Session-Id session unless it is
 // empty, and returns the answer's status, session id and body.
@@ -373,6 +394,8 @@ func TestServeUsageErrors(t *testing.T) {
 		"injected trusted proxy":    {[]string{"dashboard", "--trusted-proxies", "10.0.0.1'; DROP TABLE x"}, "--trusted-proxies"},
 		"bad proxy prefix":          {[]string{"dashboard", "--trusted-proxies", "10.0.0.0/99"}, "CIDR"},
 		"no sessions":               {[]string{"serve", "--transport", "http", "--max-sessions", "0"}, "--max-sessions 0: give 1 or more"},
+		"no idle timeout":           {[]string{"serve", "--transport", "http", "--session-idle-timeout", "0s"}, "--session-idle-timeout 0s: give 1s or more"},
+		"idle timeout below 1s":     {[]string{"serve", "--transport", "http", "--session-idle-timeout", "500ms"}, "--session-idle-timeout 500ms: give 1s or more"},
 		"too many sessions":         {[]string{"serve", "--transport", "http", "--max-sessions", "99999999999"}, "--max-sessions 99999999999 is more than 100000"},
 		"sessions not a number":     {[]string{"serve", "--transport", "http", "--max-sessions", "lots'; DROP TABLE x"}, "max-sessions"},
 		"zero concurrency":          {[]string{"serve", "--queue", "orders", "--handler", "demo", "--concurrency", "0"}, "concurrency 0 is out of range"},
