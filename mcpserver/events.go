@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pgbus/pgbus/internal/mcpnotify"
@@ -19,6 +21,18 @@ import (
 const (
 	maxSessionEvents = 256
 	maxSessionBytes  = 4 << 20
+)
+
+// Bounds of the events kept of a session while no request of it is under
+// way and no event stream of it open (detached): its client is gone, for
+// a moment (a stream that broke, which it resumes) or for good (a client
+// that left without ending its session, which lasts until it expires,
+// its notifications recorded all the while). A detached session keeps
+// only its most recent events, and no log notification sent meanwhile,
+// which no one would read before the next ones.
+const (
+	maxDetachedEvents = 16
+	maxDetachedBytes  = 256 << 10
 )
 
 // recentEvents is the Streamable HTTP transport's event store: it keeps the
@@ -37,6 +51,9 @@ type recentEvents struct {
 	mu       sync.Mutex
 	seq      int64
 	sessions map[string]*sessionEvents
+	// conns counts, by session, the requests under way and event streams
+	// open (connect); a session not in it is detached.
+	conns map[string]int
 	// changed is closed, and replaced, whenever events are flushed or a
 	// GET stream opens or closes, to wake the responses waiting.
 	changed chan struct{}
@@ -61,7 +78,7 @@ type storedEvent struct {
 }
 
 func newRecentEvents() *recentEvents {
-	return &recentEvents{sessions: map[string]*sessionEvents{}, changed: make(chan struct{})}
+	return &recentEvents{sessions: map[string]*sessionEvents{}, conns: map[string]int{}, changed: make(chan struct{})}
 }
 
 // session returns the events of sessionID, making them on first use. The
@@ -84,8 +101,10 @@ func parseEventID(id string) (int64, bool) {
 var _ server.EventStore = (*recentEvents)(nil)
 
 // StoreEvent keeps message as the next event of stream, forgetting the
-// session's oldest events beyond the bounds. A response first waits for
-// the events before it on other streams to be flushed (ordering.go).
+// session's oldest events beyond the bounds, those of a detached session
+// when it is (maxDetachedEvents), and a log notification sent to a
+// detached session at once. A response first waits for the events before
+// it on other streams to be flushed (ordering.go).
 func (r *recentEvents) StoreEvent(_ context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
 	if isResponse(message) {
 		r.awaitEarlier(sessionID, streamID)
@@ -99,12 +118,27 @@ func (r *recentEvents) StoreEvent(_ context.Context, sessionID, streamID string,
 		s.progress++
 		r.notifyLocked()
 	}
+	attached := r.conns[sessionID] > 0
+	if !attached && isLogMessage(message) {
+		return id, nil // no one reads it: not kept
+	}
 	if s.listeners > 0 {
 		s.pending[r.seq] = pendingEvent{stream: streamID, at: time.Now()}
 	}
 	s.events = append(s.events, storedEvent{id: id, stream: streamID, message: append(json.RawMessage(nil), message...)})
 	s.bytes += len(message)
-	for len(s.events) > 1 && (len(s.events) > maxSessionEvents || s.bytes > maxSessionBytes) {
+	if attached {
+		s.trim(maxSessionEvents, maxSessionBytes)
+	} else {
+		s.trim(maxDetachedEvents, maxDetachedBytes)
+	}
+	return id, nil
+}
+
+// trim forgets the oldest events beyond maxEvents and maxBytes, but for
+// the most recent one.
+func (s *sessionEvents) trim(maxEvents, maxBytes int) {
+	for len(s.events) > 1 && (len(s.events) > maxEvents || s.bytes > maxBytes) {
 		s.bytes -= len(s.events[0].message)
 		if n, ok := parseEventID(s.events[0].id); ok {
 			delete(s.pending, n)
@@ -112,7 +146,32 @@ func (r *recentEvents) StoreEvent(_ context.Context, sessionID, streamID string,
 		s.events[0] = storedEvent{}
 		s.events = s.events[1:]
 	}
-	return id, nil
+}
+
+// connect records that a request of sessionID started (+1) or ended (-1),
+// an event stream (GET) included. Once none is left, the session is
+// detached, and keeps only its most recent events (maxDetachedEvents).
+func (r *recentEvents) connect(sessionID string, delta int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := r.conns[sessionID] + delta; n > 0 {
+		r.conns[sessionID] = n
+		return
+	}
+	delete(r.conns, sessionID)
+	if s := r.sessions[sessionID]; s != nil && len(s.events) > 0 {
+		s.trim(maxDetachedEvents, maxDetachedBytes)
+		s.events = slices.Clone(s.events) // lets go of the room of the rest
+	}
+}
+
+// isLogMessage reports whether message is a log notification
+// (notifications/message).
+func isLogMessage(message json.RawMessage) bool {
+	var m struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(message, &m) == nil && m.Method == string(mcp.MethodNotificationMessage)
 }
 
 // ReplayEventsAfter sends the events of lastEventID's stream kept after it,

@@ -18,6 +18,7 @@ func TestRecentEvents(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := newRecentEvents()
+	r.connect("s", 1) // a request of the session under way
 	first, _ := r.StoreEvent(ctx, "s", "a", json.RawMessage(`1`))
 	_, _ = r.StoreEvent(ctx, "s", "b", json.RawMessage(`2`))
 	_, _ = r.StoreEvent(ctx, "s", "a", json.RawMessage(`3`))
@@ -50,6 +51,71 @@ func TestRecentEvents(t *testing.T) {
 	_ = r.PurgeSession(ctx, "s")
 	if _, err := r.ReplayEventsAfter(ctx, "s", last, nil); !errors.Is(err, server.ErrUnknownEventID) {
 		t.Fatalf("after the session ended: %v; want unknown", err)
+	}
+}
+
+// A session with no request under way and no event stream open (its
+// client gone, or between two requests) keeps only its most recent
+// events, and none of the log notifications sent meanwhile: a client that
+// left without ending its session would otherwise hold every event the
+// bounds allow, each log record at its level included, until the session
+// expires. A client that resumes a broken stream still gets the events
+// after the last one it saw, when that one is among the kept.
+func TestRecentEventsOfADetachedSession(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newRecentEvents()
+	logRecord := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"debug","data":"x"}}`)
+	update := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"pgbus://queues"}}`)
+
+	r.connect("s", 1)
+	r.connect("s", 1) // a GET stream and a POST
+	for range maxSessionEvents {
+		_, _ = r.StoreEvent(ctx, "s", "listen", update)
+	}
+	seen, _ := r.StoreEvent(ctx, "s", "listen", logRecord)
+	if n := len(r.sessions["s"].events); n != maxSessionEvents {
+		t.Fatalf("%d events kept of a session with its stream open; want %d", n, maxSessionEvents)
+	}
+	r.connect("s", -1)
+	if n := len(r.sessions["s"].events); n != maxSessionEvents {
+		t.Fatalf("%d events kept of a session with a request still under way; want %d", n, maxSessionEvents)
+	}
+	r.connect("s", -1) // the client is gone
+	if s := r.sessions["s"]; len(s.events) != maxDetachedEvents || s.events[len(s.events)-1].id != seen {
+		t.Fatalf("%d events kept once the session's last connection closed; want the %d most recent", len(s.events), maxDetachedEvents)
+	}
+	missed, _ := r.StoreEvent(ctx, "s", "listen", update)
+	for range 100 {
+		_, _ = r.StoreEvent(ctx, "s", "listen", logRecord)
+	}
+	var got []string
+	if _, err := r.ReplayEventsAfter(ctx, "s", seen, func(id string, _ json.RawMessage) error {
+		got = append(got, id)
+		return nil
+	}); err != nil || strings.Join(got, ",") != missed {
+		t.Fatalf("resume after the last event seen: %v, %v; want only the update sent since, %s, and no log record", got, err, missed)
+	}
+	for range maxSessionEvents {
+		_, _ = r.StoreEvent(ctx, "s", "listen", update)
+	}
+	if n := len(r.sessions["s"].events); n != maxDetachedEvents {
+		t.Fatalf("%d events kept of a session no connection is open for; want %d", n, maxDetachedEvents)
+	}
+	big := json.RawMessage(`"` + strings.Repeat("x", maxDetachedBytes/4) + `"`)
+	for range 8 {
+		_, _ = r.StoreEvent(ctx, "s", "listen", big)
+	}
+	if b := r.sessions["s"].bytes; b > maxDetachedBytes {
+		t.Fatalf("%d bytes of events kept of a session no connection is open for; want at most %d", b, maxDetachedBytes)
+	}
+	// A client back on the session gets every event again.
+	r.connect("s", 1)
+	for range maxSessionEvents {
+		_, _ = r.StoreEvent(ctx, "s", "listen", logRecord)
+	}
+	if n := len(r.sessions["s"].events); n != maxSessionEvents {
+		t.Fatalf("%d events kept once a connection is open again; want %d", n, maxSessionEvents)
 	}
 }
 

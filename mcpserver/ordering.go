@@ -221,6 +221,8 @@ func trackWrites(next http.Handler, events *recentEvents) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		events.connect(id, 1)
+		defer events.connect(id, -1)
 		if r.Method == http.MethodGet {
 			events.listen(id, 1)
 			defer events.listen(id, -1)
