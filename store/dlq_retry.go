@@ -770,17 +770,18 @@ const sqlDeadKeepKey = `CASE
 // instead of a duplicate, as for the message first sent. A key already
 // held by another message of target (sent with it after this one died)
 // stays with that one while a send would return it: live, or archived
-// within retention (keyInForceSQL). A header a send could not have written (over
+// within retention (keyInForceSQL). The key's created_at is the new
+// message's enqueued_at, as a send's is. A header a send could not have written (over
 // MaxIdempotencyKeyBytes) is left alone, and so is a key a retry set
 // (HeaderIdempotencyKeyKept): no send wrote it.
 func sqlDeadRetryKey(target string) string {
 	key := `ins.headers->>'` + HeaderIdempotencyKey + `'`
 	return fmt.Sprintf(`rekeyed AS (
-		INSERT INTO pgbus.idempotency_keys AS k (queue_name, key, msg_id)
-		SELECT $3::text, %[1]s, ins.msg_id FROM ins
+		INSERT INTO pgbus.idempotency_keys AS k (queue_name, key, msg_id, created_at)
+		SELECT $3::text, %[1]s, ins.msg_id, ins.enqueued_at FROM ins
 		WHERE jsonb_typeof(ins.headers) = 'object' AND octet_length(%[1]s) BETWEEN 1 AND %[2]d
 			AND NOT ins.headers ? '`+HeaderIdempotencyKeyKept+`'
-		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = now()
+		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = excluded.created_at
 		WHERE NOT %[3]s
 	`, key, MaxIdempotencyKeyBytes, keyInForceSQL(target))
 }
@@ -836,7 +837,7 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 	sql += `, ins AS (
 		INSERT INTO ` + queueTable(target) + ` (vt, message, headers)
 		SELECT ` + vt + `, coalesce($2::jsonb, d.message), ` + headers + ` FROM ` + from + `
-		RETURNING msg_id, headers
+		RETURNING msg_id, enqueued_at, headers
 	), rekey AS (
 		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
 		FROM ins WHERE f.queue_name = $4::text AND f.msg_id = $1

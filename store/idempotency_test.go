@@ -297,8 +297,9 @@ func TestDLQRetryWaitsForAKeyedSend(t *testing.T) {
 			store.HeaderIdempotencyKey, key).Scan(&first); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id) VALUES ($1, $2, $3)
-			ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id`, q, key, first); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id, created_at)
+			SELECT $1, $2, msg_id, enqueued_at FROM pgmq."q_`+q+`" WHERE msg_id = $3
+			ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = excluded.created_at`, q, key, first); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {

@@ -417,8 +417,11 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 	if err := tx.QueryRow(ctx, sql, args...).Scan(&id); err != nil {
 		return 0, err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id) VALUES ($1, $2, $3)
-		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = now()`, queue, m.IdempotencyKey, id)
+	// The key's created_at is its message's enqueued_at, read from the row
+	// just written: the two name the message (keyInForceSQL).
+	_, err = tx.Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id, created_at)
+		SELECT $1, $2, q.msg_id, q.enqueued_at FROM `+queueTable(queue)+` q WHERE q.msg_id = $3
+		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = excluded.created_at`, queue, m.IdempotencyKey, id)
 	return id, err
 }
 
@@ -427,13 +430,24 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 // rather than a new one: the message is live, or archived within the
 // archive retention of its queue. That retention is a setting of the
 // logical queue: a priority level has no row of its own.
+//
+// The message is the one of the key's msg_id whose enqueued_at is the
+// key's created_at, which every write of a key copies from its message's
+// row (sendOneKeyed, sqlDeadRetryKey), as a worker's claim names a
+// message (sqlClaimed): an id alone may name another message, once a
+// queue dropped and made again outside pgbus (pgmq.drop_queue, then
+// pgmq.create) or an unlogged queue emptied by a crash has started its ids
+// over. The times are compared for equality, not order: a message sent by
+// a transaction that began before the key was written has an earlier
+// enqueued_at (its transaction's now()) and is another message all the
+// same.
 func keyInForceSQL(queue string) string {
 	logical, level := "NULL::text", 0
 	if base, n, ok := splitLevel(queue); ok {
 		logical, level = sqlText(base), n
 	}
-	return fmt.Sprintf(`(EXISTS (SELECT 1 FROM %s q WHERE q.msg_id = k.msg_id)
-		OR EXISTS (SELECT 1 FROM %s a WHERE a.msg_id = k.msg_id
+	return fmt.Sprintf(`(EXISTS (SELECT 1 FROM %s q WHERE q.msg_id = k.msg_id AND q.enqueued_at = k.created_at)
+		OR EXISTS (SELECT 1 FROM %s a WHERE a.msg_id = k.msg_id AND a.enqueued_at = k.created_at
 		           AND a.archived_at > now() - coalesce(
 		               (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = %s),
 		               (SELECT archive_retention_ms FROM pgbus.queues WHERE queue_name = %s AND priorities > %d),

@@ -274,7 +274,8 @@ func pruneArchivedSQL(queue string) string {
 // many went. A key's age alone says nothing: a message sent with a long
 // delay, or retried for long, stays live past any retention, and one
 // archived after such a life is kept for age from then. Each key left is
-// looked up by its message's id in both tables' primary keys. Its lock
+// looked up by its message's id in both tables' primary keys, and is its
+// message's only with its enqueued_at (keyInForceSQL). Its lock
 // waits are bounded as PruneArchived's.
 func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) (int64, error) {
 	var tag pgconn.CommandTag
@@ -285,8 +286,8 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 		var err error
 		tag, err = tx.Exec(ctx, `DELETE FROM pgbus.idempotency_keys k
 		WHERE k.queue_name = $1 AND k.created_at < now() - $2 * interval '1 microsecond'
-		  AND NOT EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id)
-		  AND NOT EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id
+		  AND NOT EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id AND q.enqueued_at = k.created_at)
+		  AND NOT EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id AND a.enqueued_at = k.created_at
 		                  AND a.archived_at > now() - $2 * interval '1 microsecond')`, queue, age.Microseconds())
 		return err
 	})

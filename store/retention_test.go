@@ -195,9 +195,13 @@ func TestRetentionKeepsIdempotencyKeysInForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pgtest.DropOutside(t, s, gone)
-	// 31 days pass for every key: past the archive retention (7 days) and
-	// the dead retention (30 days), the longest there is.
-	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.idempotency_keys SET created_at = now() - interval '31 days'`); err != nil {
+	// 31 days pass for every key and its message: past the archive
+	// retention (7 days) and the dead retention (30 days), the longest there
+	// is. A key's time is its message's enqueue time.
+	if _, err := s.Pool().Exec(ctx, `UPDATE pgbus.idempotency_keys SET created_at = created_at - interval '31 days';
+		UPDATE pgmq.q_keys SET enqueued_at = enqueued_at - interval '31 days';
+		UPDATE pgmq.a_keys SET enqueued_at = enqueued_at - interval '31 days';
+		UPDATE pgmq.q_keys_levels_p1 SET enqueued_at = enqueued_at - interval '31 days'`); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := s.RunRetention(ctx, 1000, 0)
