@@ -53,9 +53,23 @@ func NewGate() *Gate {
 
 // Hold holds calls from now on, for why: the last failure to connect to
 // the database, or to migrate or check its schema; nil while the schema
-// is being migrated or checked.
+// is being migrated or checked. A nil why after a failure to ready the
+// schema (a try again) keeps that failure, which the calls go on saying
+// with what mends it, until the try ends: that it tries again says
+// nothing new.
 func (g *Gate) Hold(why error) {
+	if why == nil {
+		if h := g.held.Load(); h != nil && h.err != nil && !connectFailed(h.err) {
+			return
+		}
+	}
 	g.held.Store(&gateHold{err: why})
+}
+
+// connectFailed reports whether err, why a Gate holds calls, is a failure
+// to connect to the database rather than to ready its schema.
+func connectFailed(err error) bool {
+	return store.IsUnreachable(err) || store.IsCrowded(err) || store.IsConnectFailure(err)
 }
 
 // Open lets calls through from now on: the database answers and its

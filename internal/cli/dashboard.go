@@ -122,7 +122,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	// show anything yet (runner.WhenReady).
 	migrate := !f.readOnly
 	a.waitForDB = longRunningWait // for the embedded PostgreSQL
-	ctx, sess, pending, err := a.openServing(ctx, migrate)
+	ctx, sess, pending, err := a.openServing(ctx, migrate, false)
 	if err != nil {
 		return err
 	}

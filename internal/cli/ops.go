@@ -59,6 +59,9 @@ type session struct {
 	// stop is the command's context: a stop signal ends it, and with it
 	// the wait for the audit log to take what it holds.
 	stop context.Context
+	// unready, for a session of openServing left to runner.WhenReady on
+	// a database that answers, is why its schema could not be readied.
+	unready error
 }
 
 // open opens the database for a command that reads, or writes rows but no
@@ -102,10 +105,16 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 // meanwhile. Whether it answers is asked within the database call timeout
 // (dbopen.DB.Ping): PgBouncer, paused or without a server connection to
 // give, takes the connection and would otherwise hold the start until its
-// query_wait_timeout. Only what waiting cannot cure fails at once:
-// a URL that cannot be read, the embedded PostgreSQL that cannot start,
-// or a schema that cannot be readied on a database that answers.
-func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context, _ *session, pending bool, _ error) {
+// query_wait_timeout. With holdSchema (pgbus serve, whose MCP client sees
+// nothing of an exit but its transport closing), a schema that cannot be
+// readied on a database that answers (missing, older than this pgbus,
+// beyond the role's reach to migrate) is left to runner.WhenReady too,
+// which tries again until someone migrates it: the session's unready says
+// why, the calls held saying it too. Only what waiting cannot cure fails
+// at once: a URL that cannot be read, the embedded PostgreSQL that cannot
+// start, a schema only another pgbus reads (dbopen.Permanent), or, without
+// holdSchema, a schema that cannot be readied on a database that answers.
+func (a *app) openServing(ctx context.Context, migrate, holdSchema bool) (_ context.Context, _ *session, pending bool, _ error) {
 	if _, err := a.tracing(ctx, slog.LevelInfo); err != nil { // serve and dashboard run long
 		return ctx, nil, false, err
 	}
@@ -118,12 +127,19 @@ func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context,
 	}
 	a.role = db.Role()
 	a.gate = ops.NewGate()
+	var unready error
 	if err := db.Ping(ctx); err != nil {
 		a.gate.Hold(err)
 		pending = true
 	} else if err := a.prepare(ctx, db, migrate); err != nil {
-		db.Close()
-		return ctx, nil, false, err
+		if !holdSchema || dbopen.Permanent(err) || ctx.Err() != nil {
+			db.Close()
+			return ctx, nil, false, err
+		}
+		// As runner.WhenReady holds the calls for each failure of its
+		// tries, and tries again.
+		a.gate.Hold(err)
+		pending, unready = true, err
 	} else {
 		a.gate.Open()
 	}
@@ -132,7 +148,7 @@ func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context,
 		db.Close()
 		return ctx, nil, false, err
 	}
-	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx}, pending, nil
+	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx, unready: unready}, pending, nil
 }
 
 // Close writes what the command could not record in the audit log yet,

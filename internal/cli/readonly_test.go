@@ -210,7 +210,8 @@ func TestReadOnlyRole(t *testing.T) {
 
 // On a database pgbus migrate never ran on, the commands that need no DDL
 // fail with a message to run it, exit 1, and create nothing, even for a
-// role that could have migrated.
+// role that could have migrated. pgbus serve --read-only, which answers
+// its MCP client meanwhile, says the same in its log.
 func TestCommandsOnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -228,13 +229,16 @@ func TestCommandsOnUnmigratedDatabase(t *testing.T) {
 		{"workers"},
 		{"circuits"},
 		{"circuit", "reset", "api"},
-		{"serve", "--read-only"},
 		{"dashboard", "--read-only"},
 	} {
 		msg := d.fails(t, 1, args...)
 		if !strings.Contains(msg, "the database has no pgbus schema") || !strings.Contains(msg, ": see pgbus migrate") {
 			t.Errorf("pgbus %s: stderr does not say to run pgbus migrate:\n%s", strings.Join(args, " "), msg)
 		}
+	}
+	// Its client closed stdin at once.
+	if r := pgbus(t, d.env, "serve", "--read-only"); r.code != 0 || !strings.Contains(r.stderr, "the database has no pgbus schema") || !strings.Contains(r.stderr, ": see pgbus migrate") {
+		t.Errorf("pgbus serve --read-only: exit %d; want 0, its log saying to run pgbus migrate:\n%s", r.code, r.stderr)
 	}
 	// With --json, the step is the error's next, as a script reads it.
 	r := pgbus(t, d.env, "dlq", "list", "--json")

@@ -79,6 +79,12 @@ Without embedded workers it also leaves the schema alone: it checks that
 pgbus migrate has run instead of migrating, and writes nothing, so a database
 role that may only read can serve it.
 
+Started while the database does not answer, or while its schema cannot be
+readied (not migrated yet for --read-only, or by a role that may not
+migrate it), serve still answers agents at once: pgbus_health and the
+tools say why and what to run, and serve tries again in the background
+until the database is ready, then starts its workers.
+
 A command the server names for an operator to run (a write on a read-only
 server, a migration, a worker to start) carries the --config, --data-dir and
 --database-url the server runs with, from flags or the environment (paths
@@ -245,13 +251,16 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// Workers create their queues and write, so serve migrates as pgbus
 	// work does; a read-only server without workers only checks the schema
 	// and writes nothing, so a role that may only read can run it. A
-	// database that does not answer yet is readied in the background,
-	// while the server answers agents at once (runner.WhenReady).
+	// database that does not answer yet, or whose schema cannot be
+	// readied yet (missing or old for a read-only server, out of the
+	// role's reach to migrate), is readied in the background, while the
+	// server answers agents at once, saying why (runner.WhenReady): an
+	// MCP client sees nothing of an exit but its transport closing.
 	migrate := !f.readOnly || len(queues) > 0
 	a.waitForDB = longRunningWait // for the embedded PostgreSQL
 	a.ownWorkers = &ops.OwnWorkers{}
 	mcp.OwnWorkers = a.ownWorkers
-	ctx, sess, pending, err := a.openServing(ctx, migrate)
+	ctx, sess, pending, err := a.openServing(ctx, migrate, true)
 	if err != nil {
 		return err
 	}
@@ -290,8 +299,13 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		defer stop()
 		return runner.ServeMCP(ctx, sess.db.Store, mcp)
 	}
-	a.log.Warn("pgbus serve: the database does not answer yet; serving agents meanwhile (pgbus_health says why), and connecting in the background",
-		"where", sess.db.Where(), "version", buildinfo.Describe())
+	if sess.unready != nil {
+		a.log.Warn("pgbus serve: the database answers, but its pgbus schema is not ready for this pgbus; serving agents meanwhile (pgbus_health and the tools say why), and trying again in the background until it is",
+			"err", a.errorLine(a.explain(sess.unready), "pgbus serve"), "where", sess.db.Where(), "version", buildinfo.Describe())
+	} else {
+		a.log.Warn("pgbus serve: the database does not answer yet; serving agents meanwhile (pgbus_health says why), and connecting in the background",
+			"where", sess.db.Where(), "version", buildinfo.Describe())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var failed atomic.Pointer[error]
