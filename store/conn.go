@@ -521,6 +521,11 @@ func (r *retryRows) again(ctx context.Context) {
 // restarting), as opposed to refusing this client (a wrong password, a
 // missing database): the first may pass by waiting, the second not.
 func IsUnreachable(err error) bool {
+	if errors.Is(err, ErrBadURL) {
+		// A file the URL names that cannot be read (sslrootcert's, ENOENT)
+		// is no server that does not answer.
+		return false
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "57P03" { // cannot_connect_now
 		return true

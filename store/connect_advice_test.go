@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -121,5 +122,40 @@ func TestClosedStoreSaysSo(t *testing.T) {
 	case <-s.Closed():
 	default:
 		t.Error("Closed() is not closed after Close")
+	}
+}
+
+// A server that refuses TLS where the database URL's sslmode requires it
+// is told apart from one that does not run: the advice names sslmode and
+// enabling TLS on the server. It said to check that the server runs.
+func TestOpenSaysTheServerRefusedTLS(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			// The SSLRequest, 8 bytes, answered as a server without TLS does.
+			buf := make([]byte, 8)
+			if _, err := io.ReadFull(conn, buf); err == nil {
+				_, _ = conn.Write([]byte("N"))
+			}
+			conn.Close()
+		}
+	}()
+	s, err := store.Open(testContext(t), "postgres://app@"+ln.Addr().String()+"/app?sslmode=require&connect_timeout=5")
+	if err == nil {
+		s.Close()
+		t.Fatal("Open succeeded; want the TLS refusal")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "server refused TLS connection") || !strings.Contains(msg, "sslmode") || !strings.Contains(msg, "enable TLS on the server") || strings.Contains(msg, "check that the server is running") {
+		t.Errorf("%v\nwant advice naming sslmode and TLS on the server, not to check that the server runs", err)
 	}
 }

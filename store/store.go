@@ -182,7 +182,7 @@ const MaxApplicationName = 63
 func OpenLazyAs(url, app string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, badURL{fmt.Errorf("store: parse database URL: %w; write it as postgres://USER@HOST:PORT/DATABASE, a password after the user and a colon (USER:PASSWORD@HOST), with its @, : and / percent-encoded (%%40, %%3A, %%2F)", hideQuery(err))}
+		return nil, urlError(url, err)
 	}
 	if strings.Contains(cfg.ConnConfig.Host, "@") {
 		// An unescaped @ in the password makes the password's end part of
@@ -434,6 +434,12 @@ func connectAdvice(err error) string {
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
+		if strings.Contains(err.Error(), "server refused TLS connection") {
+			return "the server offers no TLS, which the database URL's sslmode (require, verify-ca or verify-full) asks for: enable TLS on the server (ssl = on, with its certificate), or, on a network you trust, set sslmode=prefer or sslmode=disable in the database URL"
+		}
+		if strings.Contains(err.Error(), "tls error") {
+			return "the TLS handshake with the server failed: check the server's certificate against the database URL's sslmode and sslrootcert (verify-ca and verify-full check it against the authorities sslrootcert names; verify-full also its host name)"
+		}
 		if pgconn.Timeout(err) {
 			return "the server did not answer in time (connect_timeout in the database URL, 10 seconds by default): check that it is running and not overloaded, and that the database URL's host and port are right"
 		}

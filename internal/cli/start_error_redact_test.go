@@ -63,7 +63,7 @@ func TestStartErrorsHideQueriesArgumentsAndHeaders(t *testing.T) {
 			"Zq8SigQ1abcdef", "parse database URL: cannot parse `postgres://app@db.internal:bad/app?[REDACTED]`: invalid port"},
 		"--database-url with a token in options": {nil, []string{"queues", "--database-url", "postgres://app@db.internal/app?options=-c%20app.key%3DZq8KeyQ1abc&sslmode=bogus"},
 			"Zq8KeyQ1abc", "sslmode is invalid"},
-		"database_url in the file": {nil, []string{"--config", config("database_url: postgres://app@db.internal/app?application_name=Zq8AppQ1abc&pool_max_conns=many\n"), "queues"},
+		"database_url in the file": {nil, []string{"--config", config("database_url: postgres://app@db.internal/app?options=-c%20app.key%3DZq8AppQ1abc&pool_max_conns=many\n"), "queues"},
 			"Zq8AppQ1abc", "cannot parse pool_max_conns"},
 		"handler url with a signed query": {[]string{unreachable}, []string{"--config", config("queues:\n  orders:\n    handler: {type: http, url: \"https://billing.internal:99999/charge?sig=Zq8SigQ1abcdef\"}\n"), "work"},
 			"Zq8SigQ1abcdef", `queues.orders.handler.url: "https://billing.internal:99999/charge?[REDACTED]": port 99999 is out of range`},
@@ -86,5 +86,25 @@ func TestStartErrorsHideQueriesArgumentsAndHeaders(t *testing.T) {
 				t.Errorf("stderr shows %s:\n%s", c.secret, r.stderr)
 			}
 		})
+	}
+}
+
+// A database URL whose parameter cannot be used is a usage error that
+// names the parameter with its value, and has no next step: the health
+// check it named would read the same URL, and fail the same way. An
+// sslrootcert that names no file was taken for a server that does not
+// answer, whose next step is the health check.
+func TestBadDatabaseURLParameterHasNoNextStep(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ url, says string }{
+		{"postgres://app@db.internal/app?sslmode=verify-full&sslrootcert=/nonexistent/root.crt", "fix the parameter sslrootcert=/nonexistent/root.crt"},
+		{"postgres://app@db.internal/app?sslmode=disable&pool_max_conns=abc", "fix the parameter pool_max_conns=abc"},
+		{"mysql://app@db.internal/app", "its scheme is mysql://"},
+	} {
+		r := usageRun(t, nil, "queues", "--json", "--database-url", c.url)
+		e := decodeErrorJSON(t, r)
+		if r.code != 2 || e.Kind != "usage" || len(e.Next) != 0 || !strings.Contains(e.Error, c.says) || strings.Contains(e.Error, "USER:PASSWORD@HOST") {
+			t.Errorf("--database-url %s: exit %d, %+v\nwant a usage error saying %q, without the advice on passwords, and no next step", c.url, r.code, e, c.says)
+		}
 	}
 }

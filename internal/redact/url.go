@@ -48,12 +48,19 @@ func URLPassword(raw, password string) string {
 var connSettings = map[string]bool{
 	"host": true, "hostaddr": true, "port": true, "dbname": true, "user": true,
 	"sslmode": true, "sslrootcert": true, "sslcert": true, "sslkey": true, "sslnegotiation": true,
-	"channel_binding": true, "gssencmode": true, "passfile": true,
+	"channel_binding": true, "gssencmode": true, "passfile": true, "sslcertmode": true, "sslsni": true,
+	"require_auth": true, "min_protocol_version": true, "max_protocol_version": true,
 	"application_name": true, "connect_timeout": true, "target_session_attrs": true,
 	"default_query_exec_mode": true, "statement_cache_capacity": true, "description_cache_capacity": true,
 	"pool_max_conns": true, "pool_min_conns": true, "pool_max_conn_lifetime": true,
 	"pool_max_conn_lifetime_jitter": true, "pool_max_conn_idle_time": true, "pool_health_check_period": true,
 }
+
+// IsConnSetting reports whether key, a query parameter of a database URL
+// or a key of a keyword/value string, is a setting that holds no
+// credential (sslmode, pool_max_conns, application_name, ...), whose
+// value DatabaseURL shows.
+func IsConnSetting(key string) bool { return connSettings[key] }
 
 // DatabaseURL is URL for a database URL that a command line shows again
 // to be copied: its password hidden, and of its query only the settings
