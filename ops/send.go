@@ -99,7 +99,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		Headers: req.Headers, Priority: req.Priority,
 	})
 	if errors.Is(err, ErrNotFound) {
-		return Sent{}, explain(err, append(createSteps(req.Queue), hint(OpQueueStats, "lists the queues there are"))...)
+		return Sent{}, missingQueue(err, req.Queue, hint(OpQueueStats, "lists the queues there are"))
 	}
 	if err != nil {
 		return Sent{}, explain(err)
@@ -169,16 +169,32 @@ func (s *Service) SendBatch(ctx context.Context, queue string, msgs []store.NewM
 				queue, levels[0], levels[len(levels)-1])
 		}
 	}
-	return ids, explain(err, createSteps(queue)...)
+	if errors.Is(err, ErrNotFound) {
+		return ids, missingQueue(err, queue)
+	}
+	return ids, explain(err)
 }
 
 // createSteps is the step that creates a queue a send did not find, none
-// for a name no new queue may take (orders_idx): it would be refused.
+// for a name no new queue may take (orders_idx, or one longer than a
+// queue's name may be): it would be refused.
 func createSteps(queue string) []Hint {
-	if store.NameClashes(queue) {
+	if store.NameClashes(queue) || store.TooLongToCreate(queue) != "" {
 		return nil
 	}
 	return []Hint{hint(OpQueueCreate, "creates the queue", "queue", queue)}
+}
+
+// missingQueue is explain for err, the queue of a send not found, with
+// the step that creates it (createSteps) and more; for a name too long
+// for a queue pgbus creates, which gets no such step, the error says why.
+func missingQueue(err error, queue string, more ...Hint) error {
+	out := explain(err, append(createSteps(queue), more...)...)
+	var e *Error
+	if why := store.TooLongToCreate(queue); why != "" && errors.As(out, &e) {
+		e.Msg += "; no queue of that name can be created: " + why
+	}
+	return out
 }
 
 // checkSendText refuses text PostgreSQL cannot store (bytes that are not

@@ -310,7 +310,7 @@ func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.R
 		}
 	}
 	if errors.Is(err, ErrNotFound) {
-		return nil, explain(err, append(createSteps(queue), hint(OpQueueStats, "lists the queues there are"))...)
+		return nil, missingQueue(err, queue, hint(OpQueueStats, "lists the queues there are"))
 	}
 	return ids, explain(err)
 }

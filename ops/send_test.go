@@ -157,3 +157,27 @@ func TestSendToAMissingQueueOfAClashingName(t *testing.T) {
 		}
 	}
 }
+
+// A send to a missing queue whose name is longer than a queue pgbus
+// creates may have (44 to 47 characters: a DLQ's or a priority level's
+// length) names no step that creates it, which would be refused, and
+// says why none: the room its dead-letter queue's suffix needs. It named
+// pgbus queue create, which refused the name.
+func TestSendToAMissingQueueTooLongToCreate(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	name := uniqueName("long")
+	name += strings.Repeat("x", 45-len(name))
+	_, err := svc.Send(ctx, ops.SendRequest{Queue: name, Payload: json.RawMessage(`{}`)})
+	steps := ops.NextSteps(err)
+	if !errors.Is(err, ops.ErrNotFound) || hasHint(steps, ops.OpQueueCreate, map[string]any{"queue": name}) || !hasHint(steps, ops.OpQueueStats, nil) ||
+		!strings.Contains(err.Error(), "at most 43") || !strings.Contains(err.Error(), "_dlq") {
+		t.Errorf("send to missing %s (45 characters): %v, next %v; want not found saying why no queue of that name can be created, no create step, and the list of queues", name, err, steps)
+	}
+	_, err = svc.SendMany(ctx, ops.SendManyRequest{Queue: name, Payloads: []json.RawMessage{json.RawMessage(`{}`)}})
+	if steps := ops.NextSteps(err); !errors.Is(err, ops.ErrNotFound) || hasHint(steps, ops.OpQueueCreate, map[string]any{"queue": name}) || !strings.Contains(err.Error(), "at most 43") {
+		t.Errorf("send of many to missing %s (45 characters): %v, next %v; want no create step, saying why", name, err, steps)
+	}
+}

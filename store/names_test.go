@@ -78,3 +78,32 @@ func TestValidateQueueNameAcceptsGoodNames(t *testing.T) {
 		t.Errorf("ValidatePhysicalName(48 chars) = %v, want ErrInvalid", err)
 	}
 }
+
+// The two limits on a queue's name say why each is what it is: PGMQ's 47
+// keeps the longest name it derives from a queue's (archived_at_idx_NAME)
+// within PostgreSQL's 63-byte identifiers, and a queue pgbus makes has 4
+// fewer, 43, to leave room for its DLQ's suffix _dlq. The refusals of
+// both said only "so that PGMQ's table and index names fit PostgreSQL's
+// limit", one 43 and the other 47.
+func TestQueueNameLimitsSayWhy(t *testing.T) {
+	t.Parallel()
+	if got := store.MaxPhysicalNameLen + len("archived_at_idx_"); got != 63 {
+		t.Fatalf("PGMQ's limit and its longest derived name make %d bytes, not PostgreSQL's 63", got)
+	}
+	for _, c := range []struct {
+		what string
+		err  error
+		says []string
+	}{
+		{"a queue to create, 45 characters", store.ValidateQueueName(strings.Repeat("a", 45)),
+			[]string{"45 characters", "at most 43", "_dlq", "47", "63"}},
+		{"any PGMQ queue, 48 characters", store.ValidatePhysicalName(strings.Repeat("a", 48)),
+			[]string{"48 characters", "at most 47", "63", "43", "_dlq"}},
+	} {
+		for _, w := range c.says {
+			if c.err == nil || !strings.Contains(c.err.Error(), w) {
+				t.Errorf("%s: %v; want it to say %q", c.what, c.err, w)
+			}
+		}
+	}
+}

@@ -24,7 +24,7 @@ func TestLevelsOfLongestQueueName(t *testing.T) {
 		t.Errorf("queue run-now %s_p1 --dry-run does not name the level:\n%s", name, out)
 	}
 	for _, bad := range []string{name + "_p10", name + "x_p1"} {
-		if msg := d.fails(t, 2, "queue", "messages", bad); !strings.Contains(msg, "characters; at most 43") {
+		if msg := d.fails(t, 2, "queue", "messages", bad); !strings.Contains(msg, "characters; a queue's name has at most 43") {
 			t.Errorf("queue messages %s: %q; want it refused as too long", bad, msg)
 		}
 	}

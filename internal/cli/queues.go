@@ -64,7 +64,7 @@ func (a *app) queueCommand() *cobra.Command {
 		Short: "Create, drop, pause, resume or purge a queue, list its live messages, or run its retries now",
 		Long: `Manage queues. A queue X is the PGMQ tables pgmq.q_X and pgmq.a_X (its
 archive) plus its dead-letter queue X_dlq; names match ^[a-z][a-z0-9_]*$ and
-are at most 43 characters. Retry settings are kept in the database and shared
+are at most 43 characters, so that X_dlq fits PGMQ's 47. Retry settings are kept in the database and shared
 by every worker process.`,
 		Example: `  pgbus queue create orders --max-retries 8 --backoff 10s --backoff-max 10m
   pgbus queue create alerts --priorities 3
