@@ -567,9 +567,9 @@ func ExplainMigration(err error, role string) error {
 	}
 	what, todo := limitAdvice(lim, role)
 	if lim == store.LimitStatementTimeout {
-		what = "the database cancelled a statement of the migration: it ran longer than statement_timeout, set for the role that migrates or for the database (or someone cancelled it)"
-		todo = "reset it for that role (ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout, or ALTER ROLE " + store.RoleSQL(role) +
-			" SET statement_timeout = '5min'; ALTER DATABASE ... RESET statement_timeout where the database sets it), or run the migration as a role without it; then migrate again"
+		what = "the database cancelled a statement of the migration: it ran longer than statement_timeout, set for the role that migrates or for the database, or by the options of the database URL (-c statement_timeout=...) or PGOPTIONS (or someone cancelled it)"
+		todo = "reset it where it is set: for that role (ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout, or ALTER ROLE " + store.RoleSQL(role) +
+			" SET statement_timeout = '5min'; ALTER DATABASE ... RESET statement_timeout where the database sets it), or take it out of the database URL's options or PGOPTIONS; or run the migration as a role without it; then migrate again"
 	}
 	kind := err
 	var hints []Hint
@@ -682,8 +682,8 @@ func limitAdvice(lim store.Limit, role string) (what, todo string) {
 		return "the database takes no writes here: the transaction was read-only, as every one is on a standby (a read replica) or where default_transaction_read_only is on for the role or database",
 			"point pgbus at the primary server instead, or have the DBA turn the default off (" + alter + "default_transaction_read_only = off); reads work as they are"
 	case store.LimitStatementTimeout:
-		return "the database cancelled a statement of the call: it ran longer than statement_timeout, set for the role or database (or someone cancelled it)",
-			"raise statement_timeout for the role pgbus uses (" + alter + "statement_timeout = '5min'), or have a call handle fewer messages (a limit), then try it again"
+		return "the database cancelled a statement of the call: it ran longer than statement_timeout, set for the role or database, or by the options of the database URL (-c statement_timeout=...) or PGOPTIONS (or someone cancelled it)",
+			"raise statement_timeout where it is set: for the role pgbus uses (" + alter + "statement_timeout = '5min'), or in the database URL's options or PGOPTIONS; or have a call handle fewer messages (a limit), then try it again"
 	case store.LimitCancelled:
 		return "someone cancelled a statement of the call (pg_cancel_backend, or a cancel request of another client); no setting of pgbus's caused it",
 			"try the call again; if it keeps happening, ask the DBA what cancels pgbus's statements"

@@ -134,6 +134,38 @@ func TestStatementTimeoutNamesTheSetting(t *testing.T) {
 	}
 }
 
+// A statement_timeout the database URL's options set (or PGOPTIONS) is
+// named as one of the places it may come from, beside the role and the
+// database: it was blamed on them alone, and ALTER ROLE named as the one
+// remedy.
+func TestStatementTimeoutOfTheURLsOptionsIsNamed(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	var ids []int64
+	before, q := limitedStore(t, nil, deadIDs(5, &ids)(t))
+	url := before.Pool().Config().ConnString()
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	st, err := store.Open(ctx, url+sep+"options=-c%20statement_timeout%3D20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	tx, err := before.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."a_`+q+`_dlq" IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	svc := newService(t, st, ops.Options{})
+	_, err = svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 5})
+	wantLimit(t, "DLQDiscard by filter", err, "57014", "statement_timeout", "options", "PGOPTIONS")
+}
+
 // A retry that waits for a lock held longer than the lock_timeout the
 // role or database sets names the setting, and says nothing was changed.
 func TestLockTimeoutNamesTheSetting(t *testing.T) {
