@@ -70,6 +70,7 @@ func ServeDashboard(ctx context.Context, ln net.Listener, cfg HTTPConfig) error 
 		}
 		return err
 	}
+	cfg.command = commandDashboard
 	cfg = cfg.withDefaults()
 	if err := cfg.Check(); err != nil {
 		_ = ln.Close()

@@ -164,7 +164,17 @@ type HTTPConfig struct {
 	// when one write to it makes no progress for that long;
 	// DefaultWriteTimeout when zero. Tests shorten it.
 	writeTimeout time.Duration
+	// command is the command the server runs as, whose flags the
+	// refusals of a Host or an Origin name: commandServe, or
+	// commandDashboard for ServeDashboard.
+	command string
 }
+
+// The commands a server runs as, for the advice of its refusals.
+const (
+	commandServe     = "pgbus serve"
+	commandDashboard = "pgbus dashboard"
+)
 
 func (c HTTPConfig) withDefaults() HTTPConfig {
 	if c.Addr == "" {
@@ -190,6 +200,9 @@ func (c HTTPConfig) withDefaults() HTTPConfig {
 	}
 	if c.writeTimeout <= 0 {
 		c.writeTimeout = DefaultWriteTimeout
+	}
+	if c.command == "" {
+		c.command = commandServe
 	}
 	return c
 }

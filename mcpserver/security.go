@@ -62,6 +62,7 @@ type Security struct {
 	bodies       bodyBudget
 	log          *slog.Logger
 	trusted      []netip.Prefix  // reverse proxies, for the client in logs
+	command      string          // the command the server runs as, whose flags refusals name
 	open         map[string]bool // paths that need no bearer token: the probes
 	guesses      *throttle.Limiter
 	// refusals paces the log of refused requests, each status told once
@@ -111,6 +112,7 @@ func NewSecurity(cfg HTTPConfig, listenAddr net.Addr) (*Security, error) {
 		bodies:       newBodyBudget(bodiesAtOnce*cfg.MaxBodyBytes, min(cfg.MaxBodyBytes, anonymousMaxBody)),
 		log:          cfg.Logger,
 		trusted:      cfg.TrustedProxies,
+		command:      cfg.command,
 		guesses:      throttle.New(tokenMaxFailures, tokenWindow, tokenMaxClients),
 	}
 	if h := normalizeHost(host); h != "" && !isUnspecified(h) {
@@ -181,11 +183,11 @@ func (s *Security) wrap(next http.Handler, bearer bool, loggedIn func(*http.Requ
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout))
 		}
 		if !s.hostAllowed(r.Host) {
-			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server; connect to the address it listens on (for example http://127.0.0.1:%s) or have the server allow it (pgbus serve --allowed-hosts)", r.Host, s.port))
+			s.refuse(w, r, http.StatusForbidden, fmt.Sprintf("Host %q is not a name of this server; connect to the address it listens on (for example http://127.0.0.1:%s) or have the server allow it (%s --allowed-hosts)", r.Host, s.port, s.command))
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) && (bearer || !sameOrigin(origin, r.Host)) {
-			s.refuse(w, r, http.StatusForbidden, originRefusal(origin))
+			s.refuse(w, r, http.StatusForbidden, originRefusal(origin, s.command))
 			return
 		}
 		anonymous := false
@@ -566,13 +568,14 @@ func isUnspecified(h string) bool {
 	return ip != nil && ip.IsUnspecified()
 }
 
-// originRefusal says why a browser origin is refused. The null origin
+// originRefusal says why a browser origin is refused by a server that
+// runs as command (pgbus serve, pgbus dashboard). The null origin
 // (sandboxed frames, file: pages, some redirects) is shared by every such
 // page, so allowing it would let any of them call the server: it gets no
 // --allowed-origins advice.
-func originRefusal(origin string) string {
+func originRefusal(origin, command string) string {
 	if origin == "null" {
 		return `Origin "null" (a sandboxed frame, a file: page or a redirect) is not allowed, and should not be: any page can send it; open the dashboard from its own address instead`
 	}
-	return fmt.Sprintf("Origin %q is not allowed; start pgbus serve with --allowed-origins %s to allow it", origin, origin)
+	return fmt.Sprintf("Origin %q is not allowed; to allow it, start the server as %s --allowed-origins %s", origin, command, origin)
 }
