@@ -119,7 +119,7 @@ func TestRefusedPrivilegeSaysWhatToGrant(t *testing.T) {
 		t.Fatalf("retry as a role that may only read: kind %q (%v); want %q", kind, err, ops.KindPermission)
 	}
 	msg := err.Error()
-	for _, want := range []string{"the database role " + r.role + " lacks a privilege", "changed nothing", "trying again will not help",
+	for _, want := range []string{"the database role " + r.role + " lacks a privilege", "nothing was changed", "trying again will not help",
 		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "` + r.role + `"`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the refused retry does not say %q: %s", want, msg)

@@ -245,6 +245,8 @@ func (s *Service) unansweredError(b *callBound, err error, e effect) error {
 		parts = append(parts, nothingChanged)
 	case e == writesOnce:
 		parts = append(parts, "the call writes in one transaction, which was either done whole or not at all: check before calling again")
+	case e == firstStep:
+		parts = append(parts, "the step it was in, the call's first, one transaction, was either done whole or not at all: check before calling again")
 	case e == writesInSteps:
 		parts = append(parts, "the step it was in, one transaction, was either done whole or not at all, and the steps of this call done before it stay done: check what is left before calling again")
 	}

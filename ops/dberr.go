@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -24,7 +25,44 @@ const (
 	// writesInSteps: the operation writes in several transactions (a batch,
 	// a DLQ or a message at a time, or a queue and then its settings).
 	writesInSteps
+	// firstStep is writesInSteps for a call that failed before any of its
+	// steps was done (stepDone): what it changed is said as of a call in
+	// one transaction, with no steps done before to check. explainDB makes
+	// it; no operation is given it.
+	firstStep
 )
+
+// stepsKey is the context key of the record of a call in steps whose
+// steps were done (withSteps).
+type stepsKey struct{}
+
+// withSteps returns ctx with a record of whether a step of its call, an
+// operation in steps, was done (committed): enter gives one to every
+// call of effect writesInSteps.
+func withSteps(ctx context.Context) context.Context {
+	return context.WithValue(ctx, stepsKey{}, new(atomic.Bool))
+}
+
+// stepDone records that a step of the call of ctx was done: a failure
+// after it leaves that step done, which its error says to check.
+func stepDone(ctx context.Context) {
+	if done, ok := ctx.Value(stepsKey{}).(*atomic.Bool); ok {
+		done.Store(true)
+	}
+}
+
+// of is e for the call of ctx: writesInSteps for a call none of whose
+// steps was done (stepDone) is firstStep.
+func (e effect) of(ctx context.Context) effect {
+	if done, ok := ctx.Value(stepsKey{}).(*atomic.Bool); e == writesInSteps && ok && !done.Load() {
+		return firstStep
+	}
+	return e
+}
+
+// once reports whether a failure of a call of effect e left nothing done
+// before it: the call writes in one transaction, or failed at its first.
+func (e effect) once() bool { return e == writesOnce || e == firstStep }
 
 // writesUnlessDry is the effect of a move that a dry run only counts.
 func writesUnlessDry(dryRun bool) effect {
@@ -57,6 +95,7 @@ var schemaStates = map[string]bool{"42P01": true, "42703": true, "3F000": true, 
 // now, or it did not answer within the call's bound (see bound). Other errors, and those that already are *Error, stay. Operations
 // defer it after their audit entry's, so that the entry records the advice.
 func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
+	e = e.of(ctx)
 	var done *Error
 	if *err == nil || isViewWait(*err) {
 		return
@@ -349,9 +388,9 @@ func unreachableError(err error, e effect) error {
 	parts := []string{unanswered(err)}
 	switch {
 	case e == reads:
-	case e == writesOnce && store.NeverSent(err):
+	case e.once() && store.NeverSent(err):
 		parts = append(parts, "nothing was changed: the call reached no database to write to")
-	case e == writesOnce:
+	case e.once():
 		parts = append(parts, "the connection broke during the call, so its write may or may not have been done: check before calling again")
 	case store.NeverSent(err):
 		parts = append(parts, "the step it was in changed nothing, as it reached no database, but the steps of this call done before it stay done: check what is left before calling again")
@@ -495,9 +534,9 @@ func resourceAdvice(code string) advice {
 // transactions of a call in steps stand. "" for reads.
 func (e effect) changed(atConnect bool) string {
 	switch {
-	case e == writesOnce && atConnect:
+	case e.once() && atConnect:
 		return "nothing was changed: the call got no connection to write with"
-	case e == writesOnce:
+	case e.once():
 		return "nothing was changed: pgbus writes in a transaction, and the failed one was rolled back"
 	case e == writesInSteps:
 		return "the step that failed changed nothing (pgbus writes in transactions, and the failed one was rolled back or never began), but the steps of this call done before it stay done: check what is left before calling again"

@@ -340,6 +340,9 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 	var dbErr error // the database refused the work itself
 	for _, t := range loc.targets {
 		r, err := s.store.RetryDead(ctx, t.dlq, t.ids, opts)
+		if r.Retried > 0 && !req.DryRun {
+			stepDone(ctx)
+		}
 		if !r.VisibleUntil.IsZero() {
 			// The next DLQ's messages take their turns after these.
 			opts.PaceFrom = r.VisibleUntil.Add(opts.Pace)
@@ -907,6 +910,9 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 			continue
 		}
 		moved, err := s.store.ArchiveMany(ctx, t.dlq, t.ids)
+		if len(moved) > 0 {
+			stepDone(ctx)
+		}
 		s.dropIfGivenUp(ctx, err)
 		for _, id := range moved {
 			done[id] = t.dlq

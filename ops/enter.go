@@ -20,6 +20,9 @@ func (s *Service) enter(ctx context.Context, method string, e effect) (context.C
 		return ctx, func() {}, err
 	}
 	ctx, end := s.bound(ctx, e)
+	if e == writesInSteps {
+		ctx = withSteps(ctx)
+	}
 	s.syncClock(ctx)
 	return ctx, end, nil
 }

@@ -1292,6 +1292,7 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	if was.Kept {
 		return CircuitReset{}, keptOpeningByHand(req, was)
 	}
+	stepDone(ctx) // the breaker closed stays closed
 	released, err := s.store.RunHeldNow(ctx, req.Name, was.HeldUntil)
 	if err != nil {
 		return CircuitReset{}, fmt.Errorf("circuit breaker %q is closed, but of the jobs it held while open only %d were made visible now: the others run at the end of their snooze, or call again to run them now: %w",

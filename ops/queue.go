@@ -767,7 +767,9 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 			// settings of pgbus's: a role that may not create tables
 			// works it as it is, its settings written as for any queue.
 			if there, terr := s.tablesExist(ctx, req.Queue); terr == nil && there {
-				err, out.Created = s.store.RegisterQueue(ctx, req.Queue), false
+				if err, out.Created = s.store.RegisterQueue(ctx, req.Queue), false; err == nil {
+					stepDone(ctx) // registered, it stays so whatever its settings' write does
+				}
 			}
 		}
 	}

@@ -1,0 +1,58 @@
+package ops_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// A call in steps refused at its first step (a retry or discard of one
+// id, a queue's creation) says that nothing was changed, not that the
+// steps done before it stay done: it did none, and it spoke of them.
+func TestRefusedFirstStepSaysNothingChanged(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	q := newQueue(t, owner, nil)
+	ids := pgtest.DeadLetterN(t, owner, q, 1, pgtest.DeadSpec{Kind: "charge", Message: "declined"})
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, store.ReadGrants(role))
+	reader, err := store.Open(ctx, roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reader.Close)
+	svc := newService(t, reader, ops.Options{})
+	calls := map[string]func() error{
+		"DLQRetry of one id": func() error {
+			_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}})
+			return err
+		},
+		"DLQDiscard of one id": func() error {
+			_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}, Confirm: true})
+			return err
+		},
+		"QueueCreate": func() error {
+			_, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: uniqueName("nope")})
+			return err
+		},
+	}
+	for name, call := range calls {
+		err := call()
+		if err == nil {
+			t.Errorf("%s as a role that may only read: no error", name)
+			continue
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "done before") {
+			t.Errorf("%s as a role that may only read: %q\nspeaks of steps done before", name, msg)
+		}
+		if name != "QueueCreate" && (!strings.Contains(msg, "nothing was changed") || !strings.Contains(msg, "GRANT")) {
+			t.Errorf("%s as a role that may only read: %q\nwant it to say nothing was changed, and the grants", name, msg)
+		}
+	}
+}
