@@ -278,7 +278,8 @@ func permissionAdvice(err error, e effect, role string) (what, todo string) {
 	if e == reads {
 		return what, "trying again will not help: to let it read, run as the role that owns the pgbus schemas: " + store.ReadGrants(role)
 	}
-	return what, "trying again will not help: to let it repair and send, run as the role that owns the pgbus schemas: " + store.OperatorGrants(role) + "; or serve agents read-only, which needs only reads"
+	return what, "trying again will not help: to let it write (retry, discard, pause, send), run as the role that owns the pgbus schemas: " + store.OperatorGrants(role) +
+		"; or make this call as a role that has them, and leave this one to reads"
 }
 
 // unexplained is err, when nothing above could say what went wrong (an

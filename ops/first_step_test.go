@@ -56,3 +56,36 @@ func TestRefusedFirstStepSaysNothingChanged(t *testing.T) {
 		}
 	}
 }
+
+// A write refused for want of a privilege says what the role needs in
+// words for whoever calls (the command line, the dashboard, a Go program
+// as well as an agent's server), naming no front end. It told every
+// caller "to let it repair and send ... or serve agents read-only".
+func TestPermissionAdviceIsForEveryCaller(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	q := newQueue(t, owner, nil)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, store.ReadGrants(role))
+	reader, err := store.Open(ctx, roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reader.Close)
+	svc := newService(t, reader, ops.Options{})
+	_, err = svc.QueuePause(ctx, ops.QueueRequest{Queue: q})
+	if err == nil {
+		t.Fatal("pause as a role that may only read: no error")
+	}
+	msg := err.Error()
+	for _, word := range []string{"agents", "serve", "repair"} {
+		if strings.Contains(msg, word) {
+			t.Errorf("pause as a role that may only read: %q\nsays %q, words for one caller", msg, word)
+		}
+	}
+	if !strings.Contains(msg, "GRANT SELECT, INSERT, UPDATE, DELETE") || !strings.Contains(msg, "as a role that has them") {
+		t.Errorf("pause as a role that may only read: %q\nwant the grants, and to make the call as a role that has them", msg)
+	}
+}
