@@ -533,9 +533,7 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 	}
 	dlqs, ambiguous := ambiguousByDLQ(r.Outcomes)
 	for _, d := range dlqs {
-		one := req
-		one.IDs, one.Filter = ambiguous[d], DeadFilter{Queue: d}
-		next = append(next, idsHint(one, "retry "+theIDs(len(one.IDs))+" in "+d))
+		next = append(next, req.inDLQ(d, ambiguous[d]))
 	}
 	switch {
 	case r.LimitReached && r.Retried > 0:
@@ -590,6 +588,19 @@ func theIDs(n int) string {
 		return "the id"
 	}
 	return "the ids"
+}
+
+// inDLQ is r on ids of DLQ dlq alone: the step of ids that are in several
+// DLQs.
+func (r DLQRetryRequest) inDLQ(dlq string, ids []int64) Hint {
+	r.IDs, r.Filter = ids, DeadFilter{Queue: dlq}
+	return idsHint(r, "retry "+theIDs(len(ids))+" in "+dlq)
+}
+
+// inDLQ is r on ids of DLQ dlq alone: the step of ids that are in several
+// DLQs.
+func (r DLQDiscardRequest) inDLQ(dlq string, ids []int64) Hint {
+	return hint(OpDLQDiscard, "discard "+theIDs(len(ids))+" in "+dlq, "queue", dlq, "ids", ids, "dry_run", r.DryRun)
 }
 
 // hintPayloadMax bounds a corrected payload a hint repeats: a larger one
@@ -979,7 +990,7 @@ func (s *Service) discardIDs(ctx context.Context, req DLQDiscardRequest) (DLQDis
 	// what the call was after.
 	dlqs, ambiguous := ambiguousByDLQ(out.Outcomes)
 	for _, d := range dlqs {
-		out.Next = append(out.Next, hint(OpDLQDiscard, "discard "+theIDs(len(ambiguous[d]))+" in "+d, "queue", d, "ids", ambiguous[d], "dry_run", req.DryRun))
+		out.Next = append(out.Next, req.inDLQ(d, ambiguous[d]))
 	}
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
 	out.Next = append(out.Next, undoDiscardHints(out, req.Filter)...)

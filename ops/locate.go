@@ -207,13 +207,21 @@ func (s *Service) locateOne(ctx context.Context, queue string, id int64, redo fu
 		}
 		return "", e
 	}
+	return "", notFoundOne(o, queue)
+}
+
+// notFoundOne is the error of one id, of outcome o, that no DLQ of queue
+// holds, with what the audit log says of its leaving as the next step: the
+// restore of one discarded, the queue of one retried, else the list of
+// what is still dead.
+func notFoundOne(o IDOutcome, queue string) *Error {
 	switch m := o.move; {
 	case m != nil && m.Tool == OpDLQDiscard:
-		return "", notFoundf("%s", o.Error).with(DLQRestoreRequest{Queue: m.DLQ, IDs: []int64{id}, DryRun: true}.Hint("previews taking it back into its DLQ"))
+		return notFoundf("%s", o.Error).with(DLQRestoreRequest{Queue: m.DLQ, IDs: []int64{o.ID}, DryRun: true}.Hint("previews taking it back into its DLQ"))
 	case m != nil:
-		return "", notFoundf("%s", o.Error).with(hint(OpQueueMessages, "shows what its queue holds, the retried message among them until it runs", "queue", m.Queue))
+		return notFoundf("%s", o.Error).with(hint(OpQueueMessages, "shows what its queue holds, the retried message among them until it runs", "queue", m.Queue))
 	}
-	return "", notFoundf("%s", o.Error).with(hint(OpDLQList, "lists what is still dead", "queue", baseQueue(queue)))
+	return notFoundf("%s", o.Error).with(hint(OpDLQList, "lists what is still dead", "queue", baseQueue(queue)))
 }
 
 // dlqOf returns the DLQ name of a queue or DLQ name.

@@ -546,7 +546,7 @@ func (s *Store) ResetBreaker(ctx context.Context, name string, endOpeningByHand 
 		FROM old`, name, endOpeningByHand).
 		Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &was.OpenUntil, &was.HeldUntil, &was.Kept)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return BreakerWas{}, notFoundf("circuit breaker %q does not exist"+breakersMade, name)
+		return BreakerWas{}, BreakerMissing(name)
 	}
 	if err != nil {
 		return BreakerWas{}, fmt.Errorf("store: reset circuit breaker %q: %w", name, err)
@@ -573,6 +573,12 @@ type BreakerOpening struct {
 // breakersMade ends the refusal of a breaker by a name none has: where
 // breakers come from, for someone who typed a name in advance.
 const breakersMade = ": a breaker exists once a worker whose handler uses it has started, under the name its options give it"
+
+// BreakerMissing is the error (ErrNotFound) of a call on breaker name
+// when no breaker has that name, as ResetBreaker and OpenBreaker give it.
+func BreakerMissing(name string) error {
+	return notFoundf("circuit breaker %q does not exist"+breakersMade, name)
+}
 
 // OpenBreaker opens a breaker by hand, as for a downstream known to be
 // down or under maintenance: the jobs that meet it are held (snoozed, no
@@ -604,7 +610,7 @@ func (s *Store) OpenBreaker(ctx context.Context, name string, o BreakerOpening) 
 			CASE WHEN old.state = 'open' AND old.open_until > b.open_until THEN old.open_until END`,
 		name, o.For.Milliseconds(), o.By, o.Reason).Scan(&was.State, &was.ConsecutiveFailures, &was.OpenedBy, &was.OpenReason, &until, &shortened)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return BreakerWas{}, time.Time{}, notFoundf("circuit breaker %q does not exist"+breakersMade, name)
+		return BreakerWas{}, time.Time{}, BreakerMissing(name)
 	}
 	if err != nil {
 		return BreakerWas{}, time.Time{}, fmt.Errorf("store: open circuit breaker %q: %w", name, err)

@@ -268,11 +268,42 @@ func (s *Store) restoreSort(ctx context.Context, tx pgx.Tx, dlq string, ids []in
 	if err != nil {
 		return nil, err
 	}
+	return sortRestore(rows, rep)
+}
+
+// PreviewRestore sorts ids as a restore to dlq (a DLQ or its queue) would
+// now, reading only, without the locks RestoreDead takes: for a caller
+// that may not write, which checks a restore before it asks someone who
+// may. Its report is a dry run's.
+func (s *Store) PreviewRestore(ctx context.Context, dlq string, ids []int64) (RestoreReport, error) {
+	rep := RestoreReport{DryRun: true, Restored: []int64{}, Refused: []RestoreRefusal{}}
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return rep, err
+	}
+	rep.DLQ = name
+	if err := validateIDs("restore to", name, ids); err != nil {
+		return rep, err
+	}
+	sql, args := restoreSortSQL(name, deadUniqueIDs(ids))
+	rows, err := s.reads.Query(ctx, sql, args...)
+	if err == nil {
+		_, err = sortRestore(rows, &rep)
+	}
+	if err != nil {
+		return rep, s.archiveErr(ctx, err, "restore to", name)
+	}
+	return rep, nil
+}
+
+// sortRestore reads the rows of restoreSortSQL: the ids to restore,
+// returned, and those refused, added to rep.
+func sortRestore(rows pgx.Rows, rep *RestoreReport) ([]int64, error) {
 	var ok []int64
 	var id int64
 	var original *bool
 	var live bool
-	_, err = pgx.ForEachRow(rows, []any{&id, &original, &live}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&id, &original, &live}, func() error {
 		switch {
 		case original == nil && live:
 			rep.Refused = append(rep.Refused, RestoreRefusal{MsgID: id, Why: RestoreInDLQ})

@@ -2,10 +2,12 @@ package tools_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/store"
 )
@@ -110,5 +112,99 @@ func TestReadOnlyChecksCallsAsWritable(t *testing.T) {
 	}
 	if after := world(); after != before {
 		t.Fatalf("the calls changed the database:\nbefore: %s\nafter:  %s", before, after)
+	}
+}
+
+// A read-only server refuses a write call on what is not there as a
+// writable server answers it, rather than relaying a command that fails:
+// a queue to pause, resume or run now, a breaker to reset or open, with
+// the writable server's error; ids of a retry or discard of which none is
+// in one DLQ alone, not found or ambiguous as the writable server's
+// outcome says, the call in each DLQ of an ambiguous id as commands to
+// run; ids of a restore not in the archive. Ids of which one would move
+// are still relayed whole, and nothing changes.
+func TestReadOnlyRefusesWhatIsNotThere(t *testing.T) {
+	t.Parallel()
+	st := testStore(t)
+	first := pgtest.DLQStart()
+	a, b := newQueueAt(t, st, first), newQueueAt(t, st, first)
+	ida := pgtest.DeadLetterN(t, st, a, 2, pgtest.DeadSpec{Kind: "k"})
+	pgtest.DeadLetter(t, st, b, pgtest.DeadSpec{Kind: "k"})
+	shared, only := ida[0], ida[1] // shared is in both DLQs
+	missing := pgtest.MissingDLQID()
+	nosuch := uniqueName("nosuch")
+	rw := newEnvOn(t, st, ops.Options{})
+	ro := newEnvOn(t, st, ops.Options{ReadOnly: true})
+	said := func(text string) string { s, _, _ := strings.Cut(text, ": see "); return s }
+
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"pgbus_queue_pause", map[string]any{"queue": nosuch}},
+		{"pgbus_queue_resume", map[string]any{"queue": nosuch}},
+		{"pgbus_queue_run_now", map[string]any{"queue": nosuch}},
+		{"pgbus_circuit_reset", map[string]any{"name": nosuch}},
+		{"pgbus_circuit_open", map[string]any{"name": nosuch, "for": "1h"}},
+	} {
+		want, wantText := rw.metaOf(t, c.tool, c.args), resultText(rw.call(t, c.tool, c.args))
+		got, gotText := ro.metaOf(t, c.tool, c.args), resultText(ro.call(t, c.tool, c.args))
+		if want.Kind != ops.KindNotFound || got.Kind != want.Kind || said(gotText) != said(wantText) || len(got.Next) != len(want.Next) {
+			t.Errorf("%s(%v) on a read-only server: %s %q %+v; want the writable server's %s %q %+v", c.tool, c.args, got.Kind, gotText, got.Next, want.Kind, wantText, want.Next)
+		}
+	}
+
+	// The writable server's outcome of each id, in a dry run.
+	outcome := func(tool string, args map[string]any) ops.IDOutcome {
+		t.Helper()
+		dry := map[string]any{"dry_run": true}
+		for k, v := range args {
+			dry[k] = v
+		}
+		r := callOK[ops.DLQRetry](t, rw, tool, dry)
+		if len(r.Outcomes) != 1 {
+			t.Fatalf("%s(%v): %+v", tool, dry, r)
+		}
+		return r.Outcomes[0]
+	}
+	for _, c := range []struct {
+		tool     string
+		args     map[string]any
+		kind     string
+		says     string
+		commands []string
+	}{
+		{"pgbus_dlq_retry", map[string]any{"ids": []int64{missing}, "queue": a}, ops.KindNotFound,
+			outcome("pgbus_dlq_retry", map[string]any{"ids": []int64{missing}, "queue": a}).Error, nil},
+		{"pgbus_dlq_retry", map[string]any{"ids": []int64{shared}}, ops.KindInvalid,
+			outcome("pgbus_dlq_retry", map[string]any{"ids": []int64{shared}}).Error,
+			[]string{fmt.Sprintf("pgbus dlq retry %d --queue %s_dlq", shared, a), fmt.Sprintf("pgbus dlq retry %d --queue %s_dlq", shared, b)}},
+		{"pgbus_dlq_discard", map[string]any{"ids": []int64{shared, missing}}, ops.KindInvalid, "none of the 2 ids given is in one DLQ alone",
+			[]string{fmt.Sprintf("pgbus dlq discard %d --queue %s_dlq", shared, a), fmt.Sprintf("pgbus dlq discard %d --queue %s_dlq", shared, b)}},
+		{"pgbus_dlq_restore", map[string]any{"ids": []int64{missing}, "queue": a}, ops.KindNotFound, "is not in the archive of " + a + "_dlq", nil},
+	} {
+		got, text := ro.metaOf(t, c.tool, c.args), resultText(ro.call(t, c.tool, c.args))
+		if got.Kind != c.kind || !strings.Contains(text, c.says) || strings.Contains(text, "operator can run") {
+			t.Errorf("%s(%v) on a read-only server: %s %q; want %s saying %q", c.tool, c.args, got.Kind, text, c.kind, c.says)
+			continue
+		}
+		var commands []string
+		for _, n := range got.Next {
+			commands = append(commands, n.Command)
+		}
+		for _, w := range c.commands {
+			if !slices.Contains(commands, w) {
+				t.Errorf("%s(%v) on a read-only server: steps %+v; want the command %q among them", c.tool, c.args, got.Next, w)
+			}
+		}
+	}
+	// Ids of which one would move: relayed, all of them.
+	args := map[string]any{"ids": []int64{only, missing}, "queue": a}
+	if m := ro.metaOf(t, "pgbus_dlq_retry", args); m.Kind != ops.KindReadOnly || len(m.Next) != 1 ||
+		m.Next[0].Command != fmt.Sprintf("pgbus dlq retry %d %d --queue %s", only, missing, a) {
+		t.Errorf("pgbus_dlq_retry(%v) on a read-only server: %+v; want it refused as read-only with the command to run", args, m)
+	}
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgmq."q_`+a+`_dlq" WHERE msg_id = ANY($1)`, []int64{shared, only}); n != 2 {
+		t.Error("the calls moved messages")
 	}
 }

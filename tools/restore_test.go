@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,5 +72,10 @@ func TestRestoreBadInputAndReadOnly(t *testing.T) {
 	if names["pgbus_dlq_restore"] || !names["pgbus_dlq_discarded"] {
 		t.Fatalf("read-only tools %v: want pgbus_dlq_discarded and no pgbus_dlq_restore", names)
 	}
-	ro.callErr(t, "pgbus_dlq_restore", map[string]any{"queue": q, "ids": []int64{7}}, "pgbus dlq restore 7 --queue "+q)
+	// Relayed for an id in the archive; refused, as not there, for one
+	// that is not.
+	id := pgtest.DeadLetter(t, e.st, q, pgtest.DeadSpec{Kind: "k"})[0]
+	callOK[ops.DLQDiscard](t, e, "pgbus_dlq_discard", map[string]any{"queue": q, "ids": []int64{id}})
+	ro.callErr(t, "pgbus_dlq_restore", map[string]any{"queue": q, "ids": []int64{id}}, fmt.Sprintf("pgbus dlq restore %d --queue %s", id, q))
+	ro.callErr(t, "pgbus_dlq_restore", map[string]any{"queue": q, "ids": []int64{id + 1}}, fmt.Sprintf("message %d is not in the archive of %s_dlq", id+1, q))
 }

@@ -307,7 +307,19 @@ func TestReadOnly(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, ops.Options{ReadOnly: true})
 	q := newQueue(t, e.st)
-	ids := pgtest.DeadLetterN(t, e.st, q, 1, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
+	ids := pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
+	// One in the archive, to restore; a breaker to reset and open: a
+	// call on what is not there is refused as a writable server refuses
+	// it.
+	ctx := testContext(t)
+	if n, err := e.st.DiscardDead(ctx, q+"_dlq", ids[1:]); err != nil || n != 1 {
+		t.Fatalf("discard %d: %d, %v", ids[1], n, err)
+	}
+	ids = ids[:1]
+	breaker := uniqueName("b")
+	if err := e.st.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
 
 	list, err := e.c.ListTools(testContext(t), mcpListTools())
 	if err != nil {
@@ -327,10 +339,10 @@ func TestReadOnly(t *testing.T) {
 	// command an operator can run.
 	byIDs := map[string]any{"ids": ids, "queue": q}
 	for name, args := range map[string]map[string]any{
-		"pgbus_dlq_retry": byIDs, "pgbus_dlq_discard": byIDs, "pgbus_dlq_restore": byIDs,
+		"pgbus_dlq_retry": byIDs, "pgbus_dlq_discard": byIDs, "pgbus_dlq_restore": {"ids": []int64{ids[0] + 1}, "queue": q},
 		"pgbus_dlq_purge":   {"older_than": "0s", "confirm": true},
 		"pgbus_queue_pause": {"queue": q}, "pgbus_queue_resume": {"queue": q}, "pgbus_queue_run_now": {"queue": q},
-		"pgbus_circuit_reset": {"name": "b"}, "pgbus_circuit_open": {"name": "b", "for": "1h"},
+		"pgbus_circuit_reset": {"name": breaker}, "pgbus_circuit_open": {"name": breaker, "for": "1h"},
 	} {
 		command := strings.Replace("pgbus "+strings.ReplaceAll(strings.TrimPrefix(name, "pgbus_"), "_", " "), "run now", "run-now", 1)
 		// Made read-only by the program that serves it, which need not be
