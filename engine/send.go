@@ -103,6 +103,11 @@ func (c *Client) sendTo(ctx context.Context, queue string, priority int, m store
 // errLevels marks a send whose priority the queue's levels do not have.
 var errLevels = errors.New("priority out of the queue's levels")
 
+// ErrNoPriorityLevels marks the refusal (store.ErrInvalid) of a send with
+// a priority other than 0 to a queue without priority levels, for a
+// caller that words it as its own.
+var ErrNoPriorityLevels = errors.New("priority given to a queue without priority levels")
+
 // sendLayout is the physical queues of a send target, as read at read.
 type sendLayout struct {
 	physical []string
@@ -145,7 +150,7 @@ func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (st
 	case len(list) > 1 && (priority < 0 || priority >= len(list)):
 		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d: give one of them (0 runs first)%w", store.ErrInvalid, queue, len(list)-1, priority, quiet{errLevels})
 	case len(list) == 1 && priority != 0:
-		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels%w", store.ErrInvalid, queue, quiet{errLevels})
+		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels%w", store.ErrInvalid, queue, quiet{errors.Join(errLevels, ErrNoPriorityLevels)})
 	}
 	return list[max(priority, 0)], nil
 }

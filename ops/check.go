@@ -409,7 +409,7 @@ func (r QueueMessagesRequest) Check() error {
 		return err
 	}
 	if r.State != "" && !slices.Contains(LiveStates, r.State) {
-		return invalidf("state %q is unknown; use one of %s, or leave it out for all", clip(r.State, 60), strings.Join(LiveStates, ", "))
+		return fieldf("state", "%q is unknown; use one of %s, or leave it out for all", clip(r.State, 60), strings.Join(LiveStates, ", "))
 	}
 	_, err := pageLimit(OpQueueMessages, r.Limit)
 	return err

@@ -48,10 +48,10 @@ func TestRequestsCheckThemselves(t *testing.T) {
 		{"retry: payload not JSON", ops.DLQRetryRequest{IDs: []int64{1}, Payload: json.RawMessage(`{`)}.Check, "", "not valid JSON"},
 		{"retry: payload for two ids", ops.DLQRetryRequest{IDs: []int64{1, 2}, Payload: payload}.Check, "", "exactly one message, and 2 ids"},
 		{"retry: payload by filter", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders"}, Payload: payload}.Check, "", "give its id instead of a filter"},
-		{"retry: rate out of range", ops.DLQRetryRequest{IDs: []int64{1}, Rate: -1}.Check, "", "rate -1 is out of range"},
+		{"retry: rate out of range", ops.DLQRetryRequest{IDs: []int64{1}, Rate: -1}.Check, "rate", "rate -1 is out of range"},
 		{"retry: nothing selected", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: " "}}.Check, "", "nothing is selected"},
 		{"retry: limit too high", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders"}, Limit: ops.MaxBulkLimit + 1}.Check, "limit", "out of range"},
-		{"retry: rate too slow for the limit", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders"}, Limit: 100000, Rate: ops.MinRetryRate}.Check, "", "7 days at most"},
+		{"retry: rate too slow for the limit", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders"}, Limit: 100000, Rate: ops.MinRetryRate}.Check, "rate", "7 days at most"},
 		{"retry: bad since", ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: "orders", Since: "yesterday"}}.Check, "since", "yesterday"},
 		{"discard: too many ids", ops.DLQDiscardRequest{IDs: manyIDs(ops.MaxIDs + 1)}.Check, "", "101 ids given"},
 		{"discard: ids and expect", ops.DLQDiscardRequest{IDs: []int64{1}, Expect: "1"}.Check, "expect", "expect applies to a call by filter"},
@@ -74,7 +74,7 @@ func TestRequestsCheckThemselves(t *testing.T) {
 		{"circuits: NUL in name", ops.CircuitsRequest{Name: "a\x00"}.Check, "name", "cannot be used"},
 		{"messages: no queue", ops.QueueMessagesRequest{}.Check, "queue", "queue is required"},
 		{"messages: a DLQ", ops.QueueMessagesRequest{Queue: "orders_dlq"}.Check, "", "orders_dlq is the dead-letter queue of orders"},
-		{"messages: bad state", ops.QueueMessagesRequest{Queue: "orders", State: "dead"}.Check, "", "state \"dead\" is unknown"},
+		{"messages: bad state", ops.QueueMessagesRequest{Queue: "orders", State: "dead"}.Check, "state", "state \"dead\" is unknown"},
 		{"messages: limit too high", ops.QueueMessagesRequest{Queue: "orders", Limit: ops.MaxPageSize + 1}.Check, "limit", "out of range"},
 	}
 	for _, c := range cases {

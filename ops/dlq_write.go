@@ -84,7 +84,7 @@ func checkRate(rate float64) (time.Duration, error) {
 // message visible, where DLQRetryRequest.Rate 0 means none, all at once.
 func CheckGivenRate(rate float64) error {
 	if !(rate >= MinRetryRate && rate <= MaxRetryRate) { // NaN too
-		return invalidf("rate %v is out of range: give messages a second from 0.0167 (one a minute) to 10000, or leave it out to make the messages visible at once", rate)
+		return fieldf("rate", "%v is out of range: give messages a second from 0.0167 (one a minute) to 10000, or leave it out to make the messages visible at once", rate)
 	}
 	return nil
 }
@@ -102,8 +102,8 @@ func checkPacedSpan(rate float64, limit int) error {
 		return nil
 	}
 	least := math.Ceil(float64(limit)/MaxPacedSpan.Seconds()*1000) / 1000
-	return invalidf("at rate %v a limit of %d messages would take %.0f days to become visible, while a paced retry may take 7 days at most: give a rate of %v or more, or a lower limit",
-		rate, limit, float64(limit)/rate/86400, least)
+	return fieldf("rate", "%v with limit %d would take %.0f days to make the messages visible, while a paced retry may take 7 days at most: give rate %v or more, or a lower limit",
+		rate, limit, float64(limit)/rate/86400, least).naming("limit", "rate")
 }
 
 // RetriedMessage is one message moved out of a DLQ.

@@ -293,7 +293,11 @@ func explain(err error, hints ...Hint) error {
 		return err
 	}
 	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrNotFound) {
-		return &Error{Msg: strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "), Hints: hints, Err: err}
+		e := &Error{Msg: strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "), Hints: hints, Err: err}
+		if store.IsCursorError(err) {
+			e.Field, e.Names = "cursor", []string{"cursor"} // "cursor is not valid ...; start again without cursor"
+		}
+		return e
 	}
 	return err
 }

@@ -138,7 +138,7 @@ func TestRetryRateOutOfRange(t *testing.T) {
 	}
 	// A rate too low for the limit would hide the messages for months.
 	_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 100_000, Rate: 0.1})
-	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "would take 12 days") || !strings.Contains(err.Error(), "give a rate of 0.166 or more") {
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "would take 12 days") || !strings.Contains(err.Error(), "give rate 0.166 or more") {
 		t.Errorf("100,000 at 0.1 a second: %v; want it refused, saying how long it would take and the least rate", err)
 	}
 	if r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 100_000, Rate: 0.2, DryRun: true}); err != nil || r.Retried != 2 {

@@ -102,9 +102,20 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		return Sent{}, missingQueue(err, req.Queue, hint(OpQueueStats, "lists the queues there are"))
 	}
 	if err != nil {
-		return Sent{}, explain(err)
+		return Sent{}, explainSend(err, req.Queue, req.Priority)
 	}
 	return Sent{Queue: req.Queue, MsgID: id, Priority: req.Priority}, nil
+}
+
+// explainSend is explain of the error of a send of priority to queue: a
+// priority given to a queue without levels is refused naming the
+// priority as the field at fault, which a front end names its own way.
+func explainSend(err error, queue string, priority int) error {
+	if errors.Is(err, engine.ErrNoPriorityLevels) {
+		return fieldf("priority", "%d is out of range: queue %q is a plain queue, without levels: send with priority 0 (the default), or create the queue with levels",
+			priority, queue).naming("priority")
+	}
+	return explain(err)
 }
 
 // checkSendTimes refuses a deadline that would dead-letter the message

@@ -241,8 +241,13 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		ids, err := s.sendBatch(ctx, req.Queue, part, opts, noted, req.progress(start+len(part)))
 		if bm, ok := errors.AsType[*engine.BatchMessageError](err); ok {
 			// The engine counts from the batch's start; the caller, from
-			// the request's.
-			err = payloadError(explain(bm.Err), start+bm.Index)
+			// the request's. A priority the queue has no levels for is
+			// every payload's: the request's.
+			if errors.Is(bm.Err, engine.ErrNoPriorityLevels) {
+				err = explainSend(bm.Err, req.Queue, req.Priority)
+			} else {
+				err = payloadError(explain(bm.Err), start+bm.Index)
+			}
 		}
 		if err != nil {
 			// A batch whose commit went unanswered may be in the queue:
@@ -312,5 +317,5 @@ func (s *Service) sendBatch(ctx context.Context, queue string, payloads []json.R
 	if errors.Is(err, ErrNotFound) {
 		return nil, missingQueue(err, queue, hint(OpQueueStats, "lists the queues there are"))
 	}
-	return ids, explain(err)
+	return ids, explainSend(err, queue, opts.Priority)
 }

@@ -47,7 +47,7 @@ const deadCursorVersion = 2
 // errBadCursor is the answer to any cursor not issued with this database's
 // key: tampered, from another database, from an older pgbus, or not a
 // cursor at all.
-var errBadCursor = invalidf("cursor is not valid for this server; start again without cursor")
+var errBadCursor = cursorf("cursor is not valid for this server; start again without cursor")
 
 // mac returns c's signature under key: the HMAC of c's JSON without M, in
 // base64url.
@@ -102,7 +102,7 @@ func decodeSignedCursor(key []byte, s, filter string, place func(*deadCursor) bo
 		return nil, err
 	}
 	if c.F != filter {
-		return nil, invalidf("cursor was issued for other filters; pass the same filters as the first page, or start again without cursor")
+		return nil, cursorf("cursor was issued for other filters; pass the same filters as the first page, or start again without cursor")
 	}
 	return c, nil
 }

@@ -37,6 +37,21 @@ func invalidf(format string, args ...any) error {
 	return &kindError{kind: ErrInvalid, msg: fmt.Sprintf(format, args...)}
 }
 
+// errCursor marks the refusals of a page's cursor (IsCursorError).
+var errCursor = errors.New("cursor refused")
+
+// cursorf is the refusal (ErrInvalid) of a page's cursor, in words that
+// start with the cursor's name, as a field, and name it again in what to
+// do ("start again without cursor").
+func cursorf(format string, args ...any) error {
+	return &kindError{kind: errors.Join(ErrInvalid, errCursor), msg: fmt.Sprintf(format, args...)}
+}
+
+// IsCursorError reports whether err is the refusal of a page's cursor,
+// whose words start with the cursor's name and name it again in what to
+// do: a caller can name it as its own front end names the field.
+func IsCursorError(err error) bool { return errors.Is(err, errCursor) }
+
 func notFoundf(format string, args ...any) error {
 	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}
 }

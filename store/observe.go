@@ -504,7 +504,7 @@ func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit
 		if !ok {
 			return LivePage{}, notFoundf("queue %q does not exist", f.Queue)
 		}
-		return LivePage{}, invalidf("cursor points past the priority levels queue %q has now, which changed since it was issued; start again without cursor", f.Queue)
+		return LivePage{}, cursorf("cursor points past the priority levels queue %q has now, which changed since it was issued; start again without cursor", f.Queue)
 	}
 	page := LivePage{Items: []LiveMessage{}}
 	last, more := after, false
@@ -751,7 +751,7 @@ func decodeLiveCursor(f LiveFilter, c string) (livePosition, error) {
 	if c == "" {
 		return livePosition{}, nil
 	}
-	bad := invalidf("cursor is not valid for this server; start again without cursor")
+	bad := errBadCursor
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || len(raw) == 0 {
 		return livePosition{}, bad
@@ -770,7 +770,7 @@ func decodeLiveCursor(f LiveFilter, c string) (livePosition, error) {
 		return livePosition{}, bad
 	}
 	if !bytes.Equal(raw[8:], f.fingerprint()) {
-		return livePosition{}, invalidf("cursor was issued for another queue or state; pass the queue and state of the first page, or start again without cursor")
+		return livePosition{}, cursorf("cursor was issued for another queue or state; pass the queue and state of the first page, or start again without cursor")
 	}
 	return p, nil
 }

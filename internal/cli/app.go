@@ -155,7 +155,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
-		return usageError{fmt.Errorf("log level %q%s: use debug, info, warn or error", a.logLevel, a.from("log-level"))}
+		return usageError{fmt.Errorf("%s %q%s: use debug, info, warn or error", a.setting("log-level", "log level"), a.logLevel, a.from("log-level"))}
 	}
 	var h slog.Handler
 	switch a.logFormat {
@@ -170,7 +170,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 			h = jsonLogHandler(a.stderr, level)
 		}
 	default:
-		return usageError{fmt.Errorf("log format %q%s: use auto, text or json", a.logFormat, a.from("log-format"))}
+		return usageError{fmt.Errorf("%s %q%s: use auto, text or json", a.setting("log-format", "log format"), a.logFormat, a.from("log-format"))}
 	}
 	// Job errors quote downstreams verbatim: the log is redacted like
 	// every other output.
@@ -259,6 +259,17 @@ func (a *app) from(name string) string {
 		return ""
 	}
 	return " (from " + src + ")"
+}
+
+// setting names the setting of flag name at the start of an error about
+// its value: the flag as typed (--poll-interval) when the command line
+// gave the value, else words (poll interval), which from follows with
+// where the value came from.
+func (a *app) setting(name, words string) string {
+	if a.sources[name] == "--"+name {
+		return "--" + name
+	}
+	return words
 }
 
 // configKeyOf maps a global flag to its configuration file key.

@@ -105,7 +105,8 @@ var givenUpLine = regexp.MustCompile(`no answer within ([0-9.a-z]+) \(the databa
 
 // A database call timeout under a second, or over an hour, stops every
 // command that runs workers, serves or reads the database before it
-// starts, naming the setting, where it came from and its range.
+// starts, naming the setting (its flag, when the command line gave it),
+// where it came from and its range.
 func TestDatabaseCallTimeoutOutOfRange(t *testing.T) {
 	t.Parallel()
 	unreachable := "DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
@@ -117,16 +118,16 @@ func TestDatabaseCallTimeoutOutOfRange(t *testing.T) {
 		args []string
 		says string
 	}{
-		{"work flag", nil, append(work, "--database-call-timeout", "500ms"), "database call timeout 500ms is out of range 1s..1h: it is how long a database call of the workers, tools, pages or commands may go unanswered"},
-		{"work flag zero", nil, append(work, "--database-call-timeout", "0s"), "database call timeout 0s is out of range 1s..1h"},
-		{"work flag too long", nil, append(work, "--database-call-timeout", "2h"), "database call timeout 2h is out of range 1s..1h"},
+		{"work flag", nil, append(work, "--database-call-timeout", "500ms"), "--database-call-timeout 500ms is out of range 1s..1h: it is how long a database call of the workers, tools, pages or commands may go unanswered"},
+		{"work flag zero", nil, append(work, "--database-call-timeout", "0s"), "--database-call-timeout 0s is out of range 1s..1h"},
+		{"work flag too long", nil, append(work, "--database-call-timeout", "2h"), "--database-call-timeout 2h is out of range 1s..1h"},
 		{"work environment", []string{"PGBUS_DATABASE_CALL_TIMEOUT=10ms"}, work, "database call timeout 10ms (from environment variable PGBUS_DATABASE_CALL_TIMEOUT) is out of range 1s..1h"},
 		{"work environment not a duration", []string{"PGBUS_DATABASE_CALL_TIMEOUT=30"}, work, `environment variable PGBUS_DATABASE_CALL_TIMEOUT="30": not a duration`},
 		{"work file", nil, append([]string{"--config", short}, work...), "worker.database_call_timeout: 200ms is out of range 1s..1h"},
-		{"serve flag", nil, []string{"serve", "--transport", "http", "--queue", "x", "--handler", "demo", "--database-call-timeout", "999ms"}, "database call timeout 999ms is out of range 1s..1h"},
-		{"demo flag", nil, []string{"demo", "--database-call-timeout", "100ms"}, "database call timeout 100ms is out of range 1s..1h"},
+		{"serve flag", nil, []string{"serve", "--transport", "http", "--queue", "x", "--handler", "demo", "--database-call-timeout", "999ms"}, "--database-call-timeout 999ms is out of range 1s..1h"},
+		{"demo flag", nil, []string{"demo", "--database-call-timeout", "100ms"}, "--database-call-timeout 100ms is out of range 1s..1h"},
 		{"demo environment", []string{"PGBUS_DATABASE_CALL_TIMEOUT=0s"}, []string{"demo"}, "database call timeout 0s (from environment variable PGBUS_DATABASE_CALL_TIMEOUT) is out of range 1s..1h"},
-		{"dashboard flag", nil, []string{"dashboard", "--database-call-timeout", "900ms"}, "database call timeout 900ms is out of range 1s..1h"},
+		{"dashboard flag", nil, []string{"dashboard", "--database-call-timeout", "900ms"}, "--database-call-timeout 900ms is out of range 1s..1h"},
 		{"command environment", []string{"PGBUS_DATABASE_CALL_TIMEOUT=10ms"}, []string{"dlq", "list"}, "database call timeout 10ms (from environment variable PGBUS_DATABASE_CALL_TIMEOUT) is out of range 1s..1h"},
 		{"command file", nil, []string{"--config", short, "queue", "stats"}, "worker.database_call_timeout: 200ms is out of range 1s..1h"},
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/runner"
 	"github.com/pgbus/pgbus/mcpserver"
-	"github.com/pgbus/pgbus/ops"
 )
 
 // dashboardFlags are the options of pgbus dashboard.
@@ -108,8 +107,8 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	if c.TrustedProxies, err = a.parseTrustedProxies(f.trustedProxies); err != nil {
 		return err
 	}
-	if err := ops.CheckSafeFields(c.SafeFields); err != nil {
-		return usageError{err}
+	if err := a.checkSafeFields(f.safeFields); err != nil {
+		return err
 	}
 	// Its retries are traced as those of every other front end.
 	if c.Observers, err = a.tracing(ctx, slog.LevelInfo); err != nil {

@@ -149,7 +149,7 @@ func TestDashboardUsageErrors(t *testing.T) {
 		"public addr without token": {[]string{"dashboard", "--addr", "0.0.0.0:0"}, "--auth-token"},
 		"short token off loopback":  {[]string{"dashboard", "--addr", "0.0.0.0:0", "--auth-token", "a"}, "at least 32 characters"},
 		"bad addr":                  {[]string{"dashboard", "--addr", "nonsense"}, "host:port"},
-		"bad safe field":            {[]string{"dashboard", "--safe-fields", "tenant,file..type"}, `safe field "file..type"`},
+		"bad safe field":            {[]string{"dashboard", "--safe-fields", "tenant,file..type"}, `--safe-fields: safe field "file..type"`},
 	} {
 		r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) || r.stdout != "" {

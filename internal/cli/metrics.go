@@ -31,7 +31,7 @@ func (a *app) resolveMetricsAddr(fs *pflag.FlagSet, addr *string) error {
 		return nil
 	}
 	if _, port, err := net.SplitHostPort(*addr); err != nil || port == "" {
-		return usageError{fmt.Errorf("metrics address %q%s is not host:port; give for example 127.0.0.1:9187, or :9187 for every interface", *addr, a.from("metrics-addr"))}
+		return usageError{fmt.Errorf("%s %q%s is not host:port; give for example 127.0.0.1:9187, or :9187 for every interface", a.setting("metrics-addr", "metrics address"), *addr, a.from("metrics-addr"))}
 	}
 	return nil
 }

@@ -407,7 +407,7 @@ func TestQueueMessages(t *testing.T) {
 	_, cursor, _ = strings.Cut(more, "--cursor ")
 	for _, args := range [][]string{{"quiet"}, {"jobs"}, {"jobs", "--state", "retrying"}} {
 		args = append([]string{"queue", "messages"}, append(args, "--cursor", strings.TrimSpace(cursor))...)
-		if out := d.fails(t, 2, args...); !strings.Contains(out, "start again without cursor") {
+		if out := d.fails(t, 2, args...); !strings.Contains(out, "start again without --cursor") {
 			t.Errorf("pgbus %s: %q; want a refusal of the cursor saying to start again", strings.Join(args, " "), out)
 		}
 	}

@@ -48,7 +48,7 @@ func TestPriorityQueues(t *testing.T) {
 	}
 	d.ok(t, "queue", "create", "plain")
 	before = d.snapshot(t)
-	if msg := d.fails(t, 2, "send", "plain", "{}", "--priority", "1"); !strings.Contains(msg, "no priority levels") {
+	if msg := d.fails(t, 2, "send", "plain", "{}", "--priority", "1"); !strings.Contains(msg, `--priority 1 is out of range: queue "plain" is a plain queue, without levels`) {
 		t.Fatalf("send --priority 1 to a plain queue: %q", msg)
 	}
 	if after := d.snapshot(t); after != before {

@@ -272,7 +272,8 @@ messages kept 168h (7 days) and discarded dead messages 720h (30 days).`,
 			name := args[0]
 			given := sf.given(cmd.Flags())
 			if key, err := given.Check(); err != nil {
-				return usageError{fmt.Errorf("--%s %v", strings.ReplaceAll(key, "_", "-"), err)}
+				err = ops.NameFields(err, func(field string) (string, bool) { return "--" + flagName(field), true })
+				return usageError{fmt.Errorf("--%s %v", flagName(key), err)}
 			}
 			if cmd.Flags().Changed("priorities") && priorities == 0 {
 				return usageError{fmt.Errorf("--priorities 0: give 2 to %d levels, or leave it out for a plain queue", ops.MaxPriorities)}

@@ -239,8 +239,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 			return err
 		}
 	}
-	if err := ops.CheckSafeFields(a.safeFields(f.safeFields)); err != nil {
-		return usageError{err}
+	if err := a.checkSafeFields(f.safeFields); err != nil {
+		return err
 	}
 	observers, err := a.tracing(ctx, slog.LevelInfo)
 	if err != nil {
@@ -349,6 +349,22 @@ func (a *app) safeFields(given []string) []string {
 		return strings.Split(v, ",")
 	}
 	return a.cfg.SafeFields
+}
+
+// checkSafeFields checks the safe payload fields safeFields settles from
+// given, naming where a bad one came from: --safe-fields, the environment
+// or the configuration file.
+func (a *app) checkSafeFields(given []string) error {
+	err := ops.CheckSafeFields(a.safeFields(given))
+	switch {
+	case err == nil:
+		return nil
+	case len(given) > 0:
+		return usageError{fmt.Errorf("--safe-fields: %w", err)}
+	case os.Getenv(EnvSafeFields) != "":
+		return usageError{fmt.Errorf("safe fields (from environment variable %s): %w", EnvSafeFields, err)}
+	}
+	return usageError{fmt.Errorf("safe fields (from config %s): %w", a.cfg.Path(), err)}
 }
 
 // wrapList writes items as a comma list in lines of at most width

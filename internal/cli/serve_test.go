@@ -385,9 +385,9 @@ func TestServeUsageErrors(t *testing.T) {
 		"queue without handler":     {[]string{"serve", "--queue", "orders"}, "has no handler"},
 		"unknown handler":           {[]string{"serve", "--queue", "orders", "--handler", "pigeon"}, "unknown handler type"},
 		"extra argument":            {[]string{"serve", "now"}, "serve"},
-		"bad safe field":            {[]string{"serve", "--safe-fields", "tenant,file..type"}, `safe field "file..type"`},
-		"bad poll interval":         {[]string{"serve", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "poll interval"},
-		"bad drain timeout":         {[]string{"serve", "--drain-timeout", "-1s"}, "drain timeout"},
+		"bad safe field":            {[]string{"serve", "--safe-fields", "tenant,file..type"}, `--safe-fields: safe field "file..type"`},
+		"bad poll interval":         {[]string{"serve", "--queue", "orders", "--handler", "demo", "--poll-interval", "1ns"}, "--poll-interval 1ns is out of range"},
+		"bad drain timeout":         {[]string{"serve", "--drain-timeout", "-1s"}, "--drain-timeout"},
 		"zero drain timeout":        {[]string{"serve", "--drain-timeout", "0s"}, "out of range 1ms..24h"},
 		"bad no-listen value":       {[]string{"serve", "--no-listen=maybe"}, "no-listen"},
 		"bad trusted proxy":         {[]string{"serve", "--transport", "http", "--trusted-proxies", "10.0.0.0/8,proxy.internal"}, `--trusted-proxies: "proxy.internal" is not an IP address or CIDR prefix: give IP addresses or CIDR prefixes`},
@@ -398,7 +398,7 @@ func TestServeUsageErrors(t *testing.T) {
 		"idle timeout below 1s":     {[]string{"serve", "--transport", "http", "--session-idle-timeout", "500ms"}, "--session-idle-timeout 500ms: give 1s or more"},
 		"too many sessions":         {[]string{"serve", "--transport", "http", "--max-sessions", "99999999999"}, "--max-sessions 99999999999 is more than 100000"},
 		"sessions not a number":     {[]string{"serve", "--transport", "http", "--max-sessions", "lots'; DROP TABLE x"}, "max-sessions"},
-		"zero concurrency":          {[]string{"serve", "--queue", "orders", "--handler", "demo", "--concurrency", "0"}, "concurrency 0 is out of range"},
+		"zero concurrency":          {[]string{"serve", "--queue", "orders", "--handler", "demo", "--concurrency", "0"}, "--concurrency 0 is out of range"},
 	}
 	if r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_TRUSTED_PROXIES=everyone"}, "dashboard"); r.code != 2 || !strings.Contains(r.stderr, `"everyone"`) {
 		t.Errorf("PGBUS_TRUSTED_PROXIES=everyone: exit %d, stderr %q; want exit 2 naming the value", r.code, r.stderr)

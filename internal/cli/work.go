@@ -77,7 +77,7 @@ func (a *app) resolveCallTimeout(fs *pflag.FlagSet, d *time.Duration) error {
 		return err
 	}
 	if *d < engine.MinDatabaseCallTimeout || *d > config.MaxDatabaseCallTimeout {
-		return usageError{fmt.Errorf("database call timeout %s%s is out of range %s: %s", ops.FormatAge(*d), a.from("database-call-timeout"), config.DatabaseCallTimeoutRange, config.DatabaseCallTimeoutWhy)}
+		return usageError{fmt.Errorf("%s %s%s is out of range %s: %s", a.setting("database-call-timeout", "database call timeout"), ops.FormatAge(*d), a.from("database-call-timeout"), config.DatabaseCallTimeoutRange, config.DatabaseCallTimeoutWhy)}
 	}
 	a.callTimeout = *d // the operations layer's too
 	return nil
@@ -123,10 +123,10 @@ func (a *app) resolveTiming(fs *pflag.FlagSet, t *workerTiming) error {
 		}
 	}
 	if t.pollInterval < 10*time.Millisecond || t.pollInterval > time.Hour {
-		return usageError{fmt.Errorf("poll interval %s%s is out of range 10ms..1h", ops.FormatAge(t.pollInterval), a.from("poll-interval"))}
+		return usageError{fmt.Errorf("%s %s%s is out of range 10ms..1h", a.setting("poll-interval", "poll interval"), ops.FormatAge(t.pollInterval), a.from("poll-interval"))}
 	}
 	if t.drainTimeout < time.Millisecond || t.drainTimeout > 24*time.Hour {
-		return usageError{fmt.Errorf("drain timeout %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are cancelled and given back); give for example 30s", ops.FormatAge(t.drainTimeout), a.from("drain-timeout"))}
+		return usageError{fmt.Errorf("%s %s%s is out of range 1ms..24h: it is how long running jobs get to finish on SIGTERM (those still running then are cancelled and given back); give for example 30s", a.setting("drain-timeout", "drain timeout"), ops.FormatAge(t.drainTimeout), a.from("drain-timeout"))}
 	}
 	return a.resolveCallTimeout(fs, &t.callTimeout)
 }
@@ -253,7 +253,7 @@ func (a *app) resolveConcurrency(fs *pflag.FlagSet, n *int) (int, error) {
 		return 0, nil
 	}
 	if *n < 1 || *n > engine.MaxConcurrency {
-		return 0, usageError{fmt.Errorf("concurrency %d%s is out of range 1..%d", *n, a.from("concurrency"), engine.MaxConcurrency)}
+		return 0, usageError{fmt.Errorf("%s %d%s is out of range 1..%d", a.setting("concurrency", "concurrency"), *n, a.from("concurrency"), engine.MaxConcurrency)}
 	}
 	return *n, nil
 }

@@ -215,6 +215,8 @@ func (s Settings) Apply(q store.QueueSettings) store.QueueSettings {
 // Check validates the settings one key at a time, so that the error can
 // name the key (as it is spelled in the file and, with dashes, as a flag).
 // It returns the key and the reason of the first problem, or "" and nil.
+// A reason that names another key is an *ops.Error with that key in its
+// Names, for the command line to name as its flag (ops.NameFields).
 func (s Settings) Check() (key string, err error) {
 	switch {
 	case s.MaxRetries != nil && (*s.MaxRetries < 1 || *s.MaxRetries > 1000):
@@ -226,7 +228,8 @@ func (s Settings) Check() (key string, err error) {
 	case s.BackoffMax != nil && (s.BackoffMax.D() < 0 || s.BackoffMax.D() > 7*24*time.Hour):
 		return "backoff_max", fmt.Errorf("%s is out of range 0s..168h", ops.FormatAge(s.BackoffMax.D()))
 	case s.Backoff != nil && s.BackoffMax != nil && s.BackoffMax.D() < s.Backoff.D() && s.Strategy != store.BackoffPolynomial:
-		return "backoff_max", fmt.Errorf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", ops.FormatAge(s.BackoffMax.D()), ops.FormatAge(s.Backoff.D()))
+		return "backoff_max", &ops.Error{Msg: fmt.Sprintf("%s is less than backoff %s; it caps every delay, so make it at least the backoff", ops.FormatAge(s.BackoffMax.D()), ops.FormatAge(s.Backoff.D())),
+			Err: ops.ErrInvalid, Names: []string{"backoff"}}
 	case s.Jitter != nil && !(*s.Jitter >= 0 && *s.Jitter <= 1):
 		return "jitter", fmt.Errorf("%v is out of range 0..1 (0.15 spreads delays by ±15%%)", *s.Jitter)
 	case s.Strategy != "" && s.Strategy != store.BackoffExponential && s.Strategy != store.BackoffPolynomial:
