@@ -324,9 +324,6 @@ type Client struct {
 	// auditKept is set once retention said that its role may not prune
 	// the audit log, so that it says so once.
 	auditKept atomic.Bool
-	// settleDenied is set once settleQueues said that its role may not
-	// record the queues made again, so that it says so once.
-	settleDenied atomic.Bool
 	// outage says once for all the loops that the database cannot be
 	// reached, and when it answers again.
 	outage outage
@@ -483,54 +480,7 @@ func (c *Client) refreshSettings(ctx context.Context) error {
 		c.settings.Store(&all)
 	}
 	c.settingsMu.Unlock()
-	if err := c.checkLayout(ctx); err != nil {
-		return err
-	}
-	c.settleQueues(ctx)
-	return nil
-}
-
-// settleQueues forgets, for each table this client works (its queues, their
-// priority levels and their DLQs) that was dropped and made again outside
-// pgbus since pgbus last looked, what pgbus kept of the queue before it:
-// its messages' failure history and idempotency keys, and its counters
-// (store.SettleIncarnations), which the new queue's messages of the same
-// ids would otherwise show. It runs with every settings refresh: at the
-// start, every SettingsRefresh, and when a worker finds its dropped queue
-// made again, before it reads the new queue. It is housekeeping: a
-// failure is left to the next refresh, and a refusal (a role without the
-// rights on pgbus.queue_incarnations) is said once.
-func (c *Client) settleQueues(ctx context.Context) {
-	var names []string
-	for _, q := range c.cfg.Queues {
-		tables := c.physical[q.Name]
-		if w := c.workers[q.Name]; w != nil {
-			tables = w.tables()
-		}
-		names = append(append(names, tables...), store.DLQName(q.Name))
-	}
-	if len(names) == 0 {
-		return
-	}
-	var rep store.IncarnationReport
-	err := c.bounded(ctx, func(ctx context.Context) (err error) {
-		rep, err = c.store.SettleIncarnations(ctx, names)
-		return err
-	})
-	switch {
-	case err != nil && store.IsPermissionDenied(err):
-		if !c.settleDenied.Swap(true) {
-			c.log.Warn("pgbus: this database role may not record which queues were dropped and made again outside pgbus (pgbus.queue_incarnations), "+
-				"so the failure history, idempotency keys and counters of a queue before them may show on the new queue's messages: "+
-				"grant the role SELECT, INSERT, UPDATE and DELETE on pgbus.queue_incarnations, as the role that owns schema pgbus",
-				"role", c.store.User(), "err", err)
-		}
-	case err != nil:
-		c.log.Debug("pgbus: settling queues made again failed; the next settings refresh tries again", "err", err)
-	case len(rep.Queues) > 0:
-		c.log.Info("pgbus: queues were dropped and made again outside pgbus; what pgbus kept of the queues before them, under the same message ids, is forgotten",
-			"queues", rep.Queues, "failures", rep.Failures, "idempotency_keys", rep.Keys, "counters", rep.Counters)
-	}
+	return c.checkLayout(ctx)
 }
 
 // checkLayout compares the priority levels of the queues this client

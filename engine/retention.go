@@ -72,9 +72,6 @@ func (c *Client) logPruned(rep store.RetentionReport) {
 	}
 	count("idempotency_keys", rep.KeysDeleted)
 	count("failures_of_dropped_queues", rep.FailuresDeleted)
-	if len(rep.QueuesMadeAgain) > 0 {
-		attrs = append(attrs, "queues_made_again", rep.QueuesMadeAgain)
-	}
 	if rep.AuditDeleted > 0 {
 		attrs = append(attrs, "audit_entries", rep.AuditDeleted, "audit_older_than", c.cfg.AuditRetention)
 	}

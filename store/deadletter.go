@@ -242,7 +242,6 @@ func deadLetterSQL(queue, dlq string) string {
 			 FROM pgbus.failures f
 			 WHERE i.error_class IS NULL AND f.queue_name = $9::text AND f.msg_id = m.msg_id
 			   AND f.error_class <> '` + PayloadReplacedClass + `' AND f.failed_at >= m.enqueued_at
-			   AND NOT ` + sqlUnsettled("$9::text") + `
 			 ORDER BY f.id DESC LIMIT 1)
 		) lf ON true
 		LEFT JOIN LATERAL (
@@ -250,7 +249,6 @@ func deadLetterSQL(queue, dlq string) string {
 			FROM pgbus.failures f
 			WHERE lf.error_class IS NULL AND f.queue_name = $9::text AND f.msg_id = m.msg_id
 			  AND f.error_class <> '` + PayloadReplacedClass + `' AND f.failed_at < m.enqueued_at
-			  AND NOT ` + sqlUnsettled("$9::text") + `
 			ORDER BY f.id DESC LIMIT 1
 		) pf ON true
 		CROSS JOIN LATERAL (
@@ -260,16 +258,9 @@ func deadLetterSQL(queue, dlq string) string {
 				SELECT f.attempt FROM pgbus.failures f
 				WHERE f.queue_name = $9::text AND f.msg_id = m.msg_id
 				  AND f.error_class <> '` + PayloadReplacedClass + `' AND f.failed_at >= m.enqueued_at
-				  AND NOT ` + sqlUnsettled("$9::text") + `
 			) t WHERE t.attempt BETWEEN 1 AND m.read_ct
 		) rc
 		RETURNING msg_id, (headers->'` + HeaderDeadLetter + `'->>'source_msg_id')::bigint AS src
-	), stale AS (
-		-- Failures the DLQ holds under the ids just given were recorded
-		-- before their messages: of a DLQ of the same name dropped outside
-		-- pgbus. The statement's snapshot leaves newf's and rekey's rows
-		-- out of it.
-		DELETE FROM pgbus.failures f WHERE f.queue_name = $10::text AND f.msg_id IN (SELECT msg_id FROM ins)
 	), newf AS (
 		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message, backtrace, detail)
 		SELECT $10::text, ins.msg_id, i.attempt, i.kind, i.error_class, i.error_message, i.backtrace, i.detail::jsonb
@@ -282,12 +273,9 @@ func deadLetterSQL(queue, dlq string) string {
 		-- failures of the queue (just after a bulk retry moved them back,
 		-- or a burst of first failures) planned a scan of all its
 		-- failures for each message, seconds per batch of 200.
-		-- Those of a queue of the same name dropped outside pgbus stay
-		-- behind, for SettleIncarnations to forget.
 		UPDATE pgbus.failures f SET queue_name = $10::text, msg_id = ins.msg_id
 		FROM ins WHERE f.msg_id = ins.src AND f.id = ANY(ARRAY(SELECT x.id FROM ins CROSS JOIN LATERAL (
 			SELECT id FROM pgbus.failures WHERE queue_name = $9::text AND msg_id = ins.src OFFSET 0) x))
-			AND NOT ` + sqlUnsettled("$9::text") + `
 	)
 	SELECT src, msg_id FROM ins`
 }

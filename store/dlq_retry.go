@@ -209,7 +209,6 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 	if err := s.pace(ctx, refs, func(int) bool { return true }, opts, rep); err != nil {
 		return err
 	}
-	s.settleMoves(ctx, refs, func(i int) string { return moved[i].Queue })
 	dones := make([]func(string, int64, error), 0, len(refs))
 	err = s.guarded(ctx, DeadSetRetry, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error {
 		for i, r := range refs {
@@ -356,7 +355,6 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		return err
 	}
 	if !opts.DryRun {
-		s.settleMoves(ctx, refs, func(i int) string { return out[i].target })
 		gaveUp := s.retryParallel(ctx, refs, out, places, opts)
 		s.notifyMoved(ctx, out)
 		err := ctx.Err()
@@ -390,25 +388,6 @@ func (s *Store) retryRefs(ctx context.Context, refs []deadRef, opts RetryOptions
 		rep.movedRef(r, RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: out[i].target, MsgID: out[i].newID})
 	}
 	return nil
-}
-
-// settleMoves settles the DLQs of refs and the queues they go back to,
-// target(i) for refs[i] (SettleIncarnations), before they move: the
-// failures a message brings into a queue made again outside pgbus would
-// otherwise be taken, by the next settle, for the old queue's. It is
-// housekeeping, and the move does not wait on it: a settle refused (a
-// role without the rights on pgbus.queue_incarnations) leaves it to the
-// workers' and retention's.
-func (s *Store) settleMoves(ctx context.Context, refs []deadRef, target func(i int) string) {
-	names := make([]string, 0, 2*len(refs))
-	for i, r := range refs {
-		names = append(names, r.dlq)
-		if t := target(i); t != "" {
-			names = append(names, t)
-		}
-	}
-	slices.Sort(names)
-	_, _ = s.SettleIncarnations(ctx, slices.Compact(names))
 }
 
 // notifyMoved wakes the workers of each queue a message of out moved to,
@@ -861,12 +840,7 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 		RETURNING msg_id, enqueued_at, headers
 	), rekey AS (
 		UPDATE pgbus.failures f SET queue_name = $3::text, msg_id = ins.msg_id
-		FROM ins WHERE f.queue_name = $4::text AND f.msg_id = $1 AND NOT ` + sqlUnsettled("$4::text") + `
-	), stale AS (
-		-- Failures the queue holds under the id just given were recorded
-		-- before its message: of a queue of the same name dropped outside
-		-- pgbus. The statement's snapshot leaves rekey's rows out of it.
-		DELETE FROM pgbus.failures f USING ins WHERE f.queue_name = $3::text AND f.msg_id = ins.msg_id
+		FROM ins WHERE f.queue_name = $4::text AND f.msg_id = $1
 	), ` + sqlDeadRetryKey(target) + `)`
 	if p != nil {
 		note := fmt.Sprintf("payload replaced on retry; the original message is kept in the archive of %s (pgmq.a_%s, msg_id %d) until purged or the queue's dead retention deletes it. Original payload: ", r.dlq, r.dlq, r.id)

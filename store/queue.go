@@ -103,14 +103,10 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int, sett
 				return err
 			}
 		}
-		physicals := append(physicalNames(name, levels), DLQName(name))
-		for _, physical := range physicals {
+		for _, physical := range append(physicalNames(name, levels), DLQName(name)) {
 			if err := createPhysical(ctx, tx, physical, ext); err != nil {
 				return err
 			}
-		}
-		if err := recordMade(ctx, tx, physicals...); err != nil {
-			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO pgbus.queues (queue_name, priorities) VALUES ($1, $2) ON CONFLICT DO NOTHING`, name, levels)
 		if err != nil {
@@ -193,10 +189,7 @@ func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
 		if !exists {
 			return notFoundf("queue %q does not exist; create it first, with pgbus or with pgmq.create", queue)
 		}
-		if err := createPhysical(ctx, tx, dlq, fns); err != nil {
-			return err
-		}
-		return recordMade(ctx, tx, dlq)
+		return createPhysical(ctx, tx, dlq, fns)
 	})
 }
 
@@ -507,8 +500,7 @@ func dropTables(ctx context.Context, tx pgx.Tx, name string, ext bool) error {
 }
 
 // forgetMessages deletes what pgbus keeps about the messages of physical
-// queue name beside its tables: their failure history and idempotency
-// keys, and the queue's incarnation (forgetIncarnation).
+// queue name beside its tables: their failure history and idempotency keys.
 func forgetMessages(ctx context.Context, tx pgx.Tx, name string) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.failures WHERE queue_name = $1`, name); err != nil {
 		return fmt.Errorf("store: drop history of queue %q: %w", name, err)
@@ -516,7 +508,7 @@ func forgetMessages(ctx context.Context, tx pgx.Tx, name string) error {
 	if _, err := tx.Exec(ctx, `DELETE FROM pgbus.idempotency_keys WHERE queue_name = $1`, name); err != nil {
 		return fmt.Errorf("store: drop idempotency keys of queue %q: %w", name, err)
 	}
-	return forgetIncarnation(ctx, tx, name)
+	return nil
 }
 
 // dropDLQGroups forgets the group counts of a dropped DLQ, base and

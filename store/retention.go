@@ -57,14 +57,8 @@ type RetentionReport struct {
 	ArchivedDeleted map[string]int64 `json:"archived_deleted"`
 	KeysDeleted     int64            `json:"idempotency_keys_deleted"`
 	// FailuresDeleted counts failure history rows of queues that are gone
-	// (see pruneGoneFailures), or were before a queue of the same name was
-	// made again (see SettleIncarnations).
+	// (see pruneGoneFailures).
 	FailuresDeleted int64 `json:"failures_deleted"`
-	// QueuesMadeAgain are the physical queues the pass found dropped and
-	// made again outside pgbus since pgbus last looked, whose old state it
-	// forgot (SettleIncarnations): their failures, keys and counters are
-	// counted with the others.
-	QueuesMadeAgain []string `json:"queues_made_again,omitempty"`
 	// StatsDeleted and WorkersDeleted count per-minute counters and worker
 	// rows older than StatsRetention.
 	StatsDeleted   int64 `json:"stats_deleted"`
@@ -309,8 +303,7 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 // queue's dead retention, each queue's idempotency keys that are no longer
 // in force (pruneKeys), then the keys
 // of queues that are gone once older than the longest retention and the
-// failure history of queues that are gone (pruneGoneFailures), the state
-// of queues made again outside pgbus before them (SettleIncarnations), audit
+// failure history of queues that are gone (pruneGoneFailures), audit
 // log entries older than auditAge (none when auditAge is 0 or less: the
 // log is kept whole), and counters and worker rows older than
 // StatsRetention, and folds the DLQ group counts' pending deltas
@@ -389,16 +382,6 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	// StepsFailed and the pass goes on with the next; one that fails
 	// because the database does not answer ends the pass.
 	//
-	// A queue made again outside pgbus since pgbus last looked is told
-	// apart from the queue of the same name before it, whose state goes.
-	inc, err := s.SettleIncarnations(ctx, listed)
-	rep.QueuesMadeAgain = inc.Queues
-	rep.FailuresDeleted += inc.Failures
-	rep.KeysDeleted += inc.Keys
-	rep.StatsDeleted += inc.Counters
-	if err = s.stepFailed(ctx, &rep, "the state of queues made again", err); err != nil {
-		return rep, err
-	}
 	// The keys of queues whose tables are gone (dropped outside pgbus,
 	// which leaves them) have no message left to keep them.
 	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys
@@ -407,8 +390,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	if err = s.stepFailed(ctx, &rep, "idempotency keys of dropped queues", err); err != nil {
 		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
 	}
-	gone, err := s.pruneGoneFailures(ctx, batch)
-	rep.FailuresDeleted += gone
+	rep.FailuresDeleted, err = s.pruneGoneFailures(ctx, batch)
 	if err = s.stepFailed(ctx, &rep, "failure history of dropped queues", err); err != nil {
 		return rep, err
 	}
@@ -421,8 +403,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 			return rep, err
 		}
 	}
-	stats, err := s.pruneStats(ctx, StatsRetention)
-	rep.StatsDeleted += stats
+	rep.StatsDeleted, err = s.pruneStats(ctx, StatsRetention)
 	if err = s.stepFailed(ctx, &rep, "counters", err); err != nil {
 		return rep, err
 	}
