@@ -213,13 +213,8 @@ func listDiscardedSQL(dlq string, f DiscardedFilter, after *deadCursor, limit in
 // a corrected payload, is refused with why. The DLQ's group counts follow
 // the rows (their triggers count the insert). A dry run changes nothing.
 func (s *Store) RestoreDead(ctx context.Context, dlq string, ids []int64, dryRun bool) (RestoreReport, error) {
-	rep := RestoreReport{DryRun: dryRun, Restored: []int64{}, Refused: []RestoreRefusal{}}
-	name, err := s.resolveDLQ(ctx, dlq)
+	rep, name, err := s.restoreReport(ctx, dlq, ids, dryRun)
 	if err != nil {
-		return rep, err
-	}
-	rep.DLQ = name
-	if err := validateIDs("restore to", name, ids); err != nil {
 		return rep, err
 	}
 	cols, err := s.restoreColumns(ctx, name)
@@ -271,18 +266,25 @@ func (s *Store) restoreSort(ctx context.Context, tx pgx.Tx, dlq string, ids []in
 	return sortRestore(rows, rep)
 }
 
+// restoreReport is the empty report of a restore of ids to dlq (a DLQ or
+// its queue), with the DLQ's name, once the DLQ and ids are checked.
+func (s *Store) restoreReport(ctx context.Context, dlq string, ids []int64, dryRun bool) (RestoreReport, string, error) {
+	rep := RestoreReport{DryRun: dryRun, Restored: []int64{}, Refused: []RestoreRefusal{}}
+	name, err := s.resolveDLQ(ctx, dlq)
+	if err != nil {
+		return rep, "", err
+	}
+	rep.DLQ = name
+	return rep, name, validateIDs("restore to", name, ids)
+}
+
 // PreviewRestore sorts ids as a restore to dlq (a DLQ or its queue) would
 // now, reading only, without the locks RestoreDead takes: for a caller
 // that may not write, which checks a restore before it asks someone who
 // may. Its report is a dry run's.
 func (s *Store) PreviewRestore(ctx context.Context, dlq string, ids []int64) (RestoreReport, error) {
-	rep := RestoreReport{DryRun: true, Restored: []int64{}, Refused: []RestoreRefusal{}}
-	name, err := s.resolveDLQ(ctx, dlq)
+	rep, name, err := s.restoreReport(ctx, dlq, ids, true)
 	if err != nil {
-		return rep, err
-	}
-	rep.DLQ = name
-	if err := validateIDs("restore to", name, ids); err != nil {
 		return rep, err
 	}
 	sql, args := restoreSortSQL(name, deadUniqueIDs(ids))
