@@ -32,6 +32,12 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
+	// Discarded ones, which a restore takes: a read-only server checks
+	// that the ids it relays are in the archive.
+	discarded := deadLetter(t, st, queue, `{"n":3}`, `{"n":4}`)
+	if n, err := st.DiscardDead(ctx, store.DLQName(queue), discarded); err != nil || n != 2 {
+		t.Fatalf("discard = %d, %v; want 2", n, err)
+	}
 	breaker := pgtest.Name("http:billing")
 	if err := st.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -85,7 +91,7 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Timeout", "limit": 5, "dry_run": true},
 			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Timeout --limit 5 --queue %s", queue)},
 		{"pgbus_dlq_discard", map[string]any{"ids": ids[1:], "queue": queue}, fmt.Sprintf("pgbus dlq discard %d --queue %s", ids[1], queue)},
-		{"pgbus_dlq_restore", map[string]any{"ids": ids, "queue": queue, "dry_run": true}, fmt.Sprintf("pgbus dlq restore %d %d --dry-run --queue %s", ids[0], ids[1], queue)},
+		{"pgbus_dlq_restore", map[string]any{"ids": discarded, "queue": queue, "dry_run": true}, fmt.Sprintf("pgbus dlq restore %d %d --dry-run --queue %s", discarded[0], discarded[1], queue)},
 		{"pgbus_dlq_purge", map[string]any{"queue": queue, "older_than": "72h", "confirm": true}, fmt.Sprintf("pgbus dlq purge --older-than 3d --queue %s --yes", queue)},
 		{"pgbus_queue_pause", map[string]any{"queue": queue}, "pgbus queue pause " + queue},
 		{"pgbus_queue_resume", map[string]any{"queue": held}, "pgbus queue resume " + held},
