@@ -234,7 +234,7 @@ func (s *server) backLinks(r *http.Request, err error) []link {
 	}
 	q := r.URL.Query()
 	var oe *ops.Error
-	if errors.As(err, &oe) && oe.Field != "" && q.Has(oe.Field) {
+	if errors.As(err, &oe) && oe.Field != "" && oe.Field != "cursor" && q.Has(oe.Field) { // a cursor is no filter
 		q.Del(oe.Field)
 		q.Del("cursor")
 		href := r.URL.Path
