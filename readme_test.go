@@ -417,3 +417,24 @@ func TestREADMESaysWhatDLQRebuildsBlock(t *testing.T) {
 		t.Error("README's Migrations still say a DLQ's rebuild blocks only dead-lettering, about as long as SELECT count(*) of it takes")
 	}
 }
+
+// .ci/run runs exactly the README's test command: a change to one without
+// the other fails here.
+func TestCIRunsTheREADMETestCommand(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick := regexp.MustCompile("(?m)^(go test [^#\n]*?)\\s+# the whole test suite").FindStringSubmatch(string(readme))
+	if quick == nil {
+		t.Fatal("README.md's quick start has no line \"go test ... # the whole test suite\"")
+	}
+	script, err := os.ReadFile(filepath.Join(".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(script)), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != quick[1] {
+		t.Fatalf(".ci/run ends with %q, but the README's test command is %q; make them the same", last, quick[1])
+	}
+}
