@@ -214,21 +214,7 @@ func TestEveryPgbusFunctionFixesItsSearchPath(t *testing.T) {
 // before for every input, and the planner still expands each in place.
 func TestNamingInFullKeepsEveryKey(t *testing.T) {
 	ctx := testContext(t)
-	url, all := databaseAtVersion(t, 24)
-	if !strings.Contains(all[24].SQL, "pg_catalog.md5") {
-		t.Fatalf("migration 25 (%s) no longer names the functions' calls in full", all[24].Name)
-	}
-	conn := connect(t, url, "")
-	n := loadKeyCorpus(t, conn)
-	before := keyResults(t, conn)
-	if got := len(before["dlq_cause_key(jsonb,jsonb)"]); got != n {
-		t.Fatalf("the corpus holds %d rows, dlq_cause_key gave %d", n, got)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	url, conn, before, s := keysBeforeMigration(t, 25, "pg_catalog.md5")
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -429,4 +415,28 @@ func TestNamingInFullKeepsTheGroupIndexInUse(t *testing.T) {
 	}
 	plan(older, "in a session open before the migration, after it")
 	plan(session(), "in a session opened after the migration")
+}
+
+// keysBeforeMigration opens a database at the version before migration
+// next, whose SQL must still hold marker, loads the key corpus and returns
+// the keys the functions give it, with a connection and a store that
+// migrates the rest.
+func keysBeforeMigration(t *testing.T, next int, marker string) (string, *pgx.Conn, map[string][]*string, *store.Store) {
+	t.Helper()
+	url, all := databaseAtVersion(t, next-1)
+	if !strings.Contains(all[next-1].SQL, marker) {
+		t.Fatalf("migration %d (%s) no longer holds %q: this test is about it", next, all[next-1].Name, marker)
+	}
+	conn := connect(t, url, "")
+	n := loadKeyCorpus(t, conn)
+	before := keyResults(t, conn)
+	if got := len(before["dlq_cause_key(jsonb,jsonb)"]); got != n {
+		t.Fatalf("the corpus holds %d rows, dlq_cause_key gave %d", n, got)
+	}
+	s, err := store.Open(testContext(t), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return url, conn, before, s
 }

@@ -137,21 +137,7 @@ func TestDLQTriggerCountsOnlyPGMQTables(t *testing.T) {
 // expression it expanded to before.
 func TestCauseKeySpelledOutKeepsEveryKey(t *testing.T) {
 	ctx := testContext(t)
-	url, all := databaseAtVersion(t, 30)
-	if !strings.Contains(all[30].SQL, "dlq_cause_key") {
-		t.Fatalf("migration 31 (%s) no longer spells out pgbus.dlq_cause_key", all[30].Name)
-	}
-	conn := connect(t, url, "")
-	n := loadKeyCorpus(t, conn)
-	before := keyResults(t, conn)
-	if got := len(before["dlq_cause_key(jsonb,jsonb)"]); got != n {
-		t.Fatalf("the corpus holds %d rows, dlq_cause_key gave %d", n, got)
-	}
-	s, err := store.Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	url, _, before, s := keysBeforeMigration(t, 31, "dlq_cause_key")
 	q := uniqueName("q")
 	table := "pgmq." + pgx.Identifier{"q_" + store.DLQName(q)}.Sanitize()
 	// The queue is made at version 30, and the older session reads its
