@@ -15,18 +15,9 @@ import (
 func TestRefusedFirstStepSaysNothingChanged(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	url := pgtest.NewDatabase(t)
-	owner := pgtest.OpenStore(t, url)
+	owner, svc := readerService(t)
 	q := newQueue(t, owner, nil)
 	ids := pgtest.DeadLetterN(t, owner, q, 1, pgtest.DeadSpec{Kind: "charge", Message: "declined"})
-	role, roleURL := pgtest.NewRole(t, url)
-	pgtest.Exec(t, url, store.ReadGrants(role))
-	reader, err := store.Open(ctx, roleURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reader.Close)
-	svc := newService(t, reader, ops.Options{})
 	calls := map[string]func() error{
 		"DLQRetry of one id": func() error {
 			_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: ids, Filter: ops.DeadFilter{Queue: q}})
@@ -64,18 +55,9 @@ func TestRefusedFirstStepSaysNothingChanged(t *testing.T) {
 func TestPermissionAdviceIsForEveryCaller(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	url := pgtest.NewDatabase(t)
-	owner := pgtest.OpenStore(t, url)
+	owner, svc := readerService(t)
 	q := newQueue(t, owner, nil)
-	role, roleURL := pgtest.NewRole(t, url)
-	pgtest.Exec(t, url, store.ReadGrants(role))
-	reader, err := store.Open(ctx, roleURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reader.Close)
-	svc := newService(t, reader, ops.Options{})
-	_, err = svc.QueuePause(ctx, ops.QueueRequest{Queue: q})
+	_, err := svc.QueuePause(ctx, ops.QueueRequest{Queue: q})
 	if err == nil {
 		t.Fatal("pause as a role that may only read: no error")
 	}
@@ -88,4 +70,20 @@ func TestPermissionAdviceIsForEveryCaller(t *testing.T) {
 	if !strings.Contains(msg, "GRANT SELECT, INSERT, UPDATE, DELETE") || !strings.Contains(msg, "as a role that has them") {
 		t.Errorf("pause as a role that may only read: %q\nwant the grants, and to make the call as a role that has them", msg)
 	}
+}
+
+// readerService returns a fresh database's owner store and a service
+// working as a role that may only read it.
+func readerService(t *testing.T) (*store.Store, *ops.Service) {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, store.ReadGrants(role))
+	reader, err := store.Open(testContext(t), roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reader.Close)
+	return owner, newService(t, reader, ops.Options{})
 }

@@ -115,16 +115,9 @@ func TestStatementTimeoutNamesTheSetting(t *testing.T) {
 	ctx := testContext(t)
 	var ids []int64
 	st, q := limitedStore(t, nil, deadIDs(50, &ids)(t), "statement_timeout = '20ms'")
-	tx, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."a_`+q+`_dlq" IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockDLQArchive(t, st, q)
 	svc := newService(t, st, ops.Options{})
-	_, err = svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 50})
+	_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 50})
 	wantLimit(t, "DLQDiscard by filter", err, "57014", "statement_timeout", "ALTER ROLE "+store.RoleSQL(st.User())+" SET statement_timeout")
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -153,14 +146,7 @@ func TestStatementTimeoutOfTheURLsOptionsIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	tx, err := before.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.Background())
-	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."a_`+q+`_dlq" IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
+	lockDLQArchive(t, before, q)
 	svc := newService(t, st, ops.Options{})
 	_, err = svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Confirm: true, Limit: 5})
 	wantLimit(t, "DLQDiscard by filter", err, "57014", "statement_timeout", "options", "PGOPTIONS")
@@ -229,4 +215,21 @@ func TestSendOfACharacterTheEncodingLacksIsInvalid(t *testing.T) {
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.`+pgx.Identifier{"q_" + q}.Sanitize()); n != 0 {
 		t.Errorf("the queue holds %d messages after the refused send; want none", n)
 	}
+}
+
+// lockDLQArchive holds queue q's DLQ archive locked, as a long
+// transaction of another client would, until the test ends or the
+// returned transaction is rolled back.
+func lockDLQArchive(t *testing.T, st *store.Store, q string) pgx.Tx {
+	t.Helper()
+	ctx := testContext(t)
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."a_`+q+`_dlq" IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	return tx
 }
