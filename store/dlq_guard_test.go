@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -261,9 +262,11 @@ func TestRetryGuardedRefusedAfterTheQueueWasMadeAgain(t *testing.T) {
 	if err != nil || dry.Retried != 2 {
 		t.Fatalf("dry run = %+v, %v", dry, err)
 	}
-	if err := s.DropQueue(ctx, q); err != nil {
-		t.Fatal(err)
-	}
+	// Made again outside pgbus (pgmq.drop_queue, pgmq.create), the DLQ
+	// hands its ids out from 1 again.
+	dlq := store.DLQName(q)
+	pgtest.DropOutside(t, s, dlq)
+	pgtest.Exec(t, s.Pool().Config().ConnString(), `DELETE FROM pgbus.failures WHERE queue_name = '`+dlq+`'`)
 	if err := s.CreateQueue(ctx, q); err != nil {
 		t.Fatal(err)
 	}
