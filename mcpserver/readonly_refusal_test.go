@@ -91,7 +91,10 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Timeout", "limit": 5, "dry_run": true},
 			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Timeout --limit 5 --queue %s", queue)},
 		{"pgbus_dlq_discard", map[string]any{"ids": ids[1:], "queue": queue}, fmt.Sprintf("pgbus dlq discard %d --queue %s", ids[1], queue)},
-		{"pgbus_dlq_restore", map[string]any{"ids": discarded, "queue": queue, "dry_run": true}, fmt.Sprintf("pgbus dlq restore %d %d --dry-run --queue %s", discarded[0], discarded[1], queue)},
+		// A restore's dry run, whose answer the refusal gives besides
+		// (TestReadOnlyAnswersRestoreDryRun), names the restore.
+		{"pgbus_dlq_restore", map[string]any{"ids": discarded, "queue": queue}, fmt.Sprintf("pgbus dlq restore %d %d --queue %s", discarded[0], discarded[1], queue)},
+		{"pgbus_dlq_restore", map[string]any{"ids": discarded, "queue": queue, "dry_run": true}, fmt.Sprintf("pgbus dlq restore %d %d --queue %s", discarded[0], discarded[1], queue)},
 		{"pgbus_dlq_purge", map[string]any{"queue": queue, "older_than": "72h", "confirm": true}, fmt.Sprintf("pgbus dlq purge --older-than 3d --queue %s --yes", queue)},
 		{"pgbus_queue_pause", map[string]any{"queue": queue}, "pgbus queue pause " + queue},
 		{"pgbus_queue_resume", map[string]any{"queue": held}, "pgbus queue resume " + held},

@@ -258,17 +258,48 @@ func (s *Service) DLQRestore(ctx context.Context, req DLQRestoreRequest) (out DL
 	req.Queue = strings.TrimSpace(req.Queue)
 	ids, _ := checkIDs(req.IDs)
 	rep, err := s.store.RestoreDead(ctx, req.Queue, ids, req.DryRun)
-	switch {
-	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid):
-		return DLQRestore{}, explain(err, append(levelRedo(err, req.onQueue), hint(OpQueueStats, "lists the queues there are"))...)
-	case errors.Is(err, ErrChanged):
-		// A purge or another restore took some of the rows first.
-		return DLQRestore{}, &Error{Msg: err.Error(), Err: err,
-			Hints: []Hint{hint(OpDLQDiscarded, "lists what the archive holds now", "queue", req.Queue)}}
-	case err != nil:
-		return DLQRestore{}, err
+	if err != nil {
+		return DLQRestore{}, req.explain(err)
 	}
 	return restoreResult(rep, req, ids), nil
+}
+
+// PreviewRestore is what DLQRestore would do with req now, as its dry run
+// says it, but read without the locks a restore takes and recorded in no
+// audit entry, on a read-only service too: for a front end that relays
+// the restore to someone who may make it (a read-only server) and answers
+// the dry run itself. Its result is a dry run's, whatever req.DryRun says.
+func (s *Service) PreviewRestore(ctx context.Context, req DLQRestoreRequest) (out DLQRestore, err error) {
+	ctx, end, err := s.enter(ctx, "PreviewRestore", reads)
+	if err != nil {
+		return out, err
+	}
+	defer end()
+	defer s.explainDB(ctx, &err, reads)
+	defer func() { trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted) }()
+	if err := req.Check(); err != nil {
+		return DLQRestore{}, err
+	}
+	req.Queue, req.DryRun = strings.TrimSpace(req.Queue), true
+	ids, _ := checkIDs(req.IDs)
+	rep, err := s.store.PreviewRestore(ctx, req.Queue, ids)
+	if err != nil {
+		return DLQRestore{}, req.explain(err)
+	}
+	return restoreResult(rep, req, ids), nil
+}
+
+// explain is err, of a restore asking r, with its next steps.
+func (r DLQRestoreRequest) explain(err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid):
+		return explain(err, append(levelRedo(err, r.onQueue), hint(OpQueueStats, "lists the queues there are"))...)
+	case errors.Is(err, ErrChanged):
+		// A purge or another restore took some of the rows first.
+		return &Error{Msg: err.Error(), Err: err,
+			Hints: []Hint{hint(OpDLQDiscarded, "lists what the archive holds now", "queue", r.Queue)}}
+	}
+	return err
 }
 
 // restoreResult is the outcome of every id, in the order given, and the

@@ -2,10 +2,12 @@ package tools
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -34,10 +36,10 @@ func Refusals(d Deps) []server.ServerTool {
 			req, err := in.request()
 			return req, req.Hint(""), err
 		}),
-		refusing(d, dlqRestoreTool(), ops.OpDLQRestore, func(in DLQRestoreInput) (any, ops.Hint, error) {
+		answeringRestoreDryRun(d, refusing(d, dlqRestoreTool(), ops.OpDLQRestore, func(in DLQRestoreInput) (any, ops.Hint, error) {
 			req := in.request()
 			return req, req.Hint(""), nil
-		}),
+		})),
 		refusing(d, dlqPurgeTool(), ops.OpDLQPurge, func(in DLQPurgeInput) (any, ops.Hint, error) {
 			req, err := in.request()
 			return req, req.Hint(""), err
@@ -103,17 +105,26 @@ func refusing[In any](d Deps, t mcp.Tool, op string, call func(In) (any, ops.Hin
 // which a writable server would refuse until checked, is the command
 // that says what it would touch and changes nothing.
 func refusal(tool string, h ops.Hint, r relay) *mcp.CallToolResult {
+	return refusalSaying(tool, "", h, r)
+}
+
+// refusalSaying is refusal, saying first what the server could answer
+// of the call (said, a sentence, or "").
+func refusalSaying(tool, said string, h ops.Hint, r relay) *mcp.CallToolResult {
 	command, why := r.command(vocab.CommandName(h.Op)), ""
 	if len(h.Args) > 0 {
 		if full := vocab.CallCommand(h); len(full) <= maxRefusalCommand {
 			command, why = r.command(full), h.Why
 		}
 	}
-	said := command
+	run := command
 	if why != "" {
-		said += " (" + why + ")"
+		run += " (" + why + ")"
 	}
-	text, _ := ops.RedactText(tool + " is not available: this server is read-only, and nothing was changed. Tell the user; an operator can run: " + said)
+	if said != "" {
+		said += " "
+	}
+	text, _ := ops.RedactText(tool + " is not available: this server is read-only, and nothing was changed. " + said + "Tell the user; an operator can run: " + run)
 	text = escapeHidden(text)
 	return withErrorMeta(mcp.NewToolResultError(text), errorMeta{Kind: ops.KindReadOnly, Next: []nextCall{commandCall(command, refusedWhy(why))}})
 }
@@ -127,4 +138,48 @@ func refusedWhy(why string) string {
 	}
 	why, _ = ops.RedactText(why + " (" + readOnly + ")")
 	return why
+}
+
+// answeringRestoreDryRun is t, the refusal of pgbus_dlq_restore, answering
+// the question a dry run asks as well, which a read-only server can read
+// (ops.Service.PreviewRestore): a dry run it relays, as it relays every
+// write call, says what a restore would do now, id by id, in its text and
+// in its _meta (dry_run: the dry run's result, but for its next steps,
+// which are the refusal's), and names the restore of the ids that would
+// be restored as the command to run, rather than the dry run, whose
+// answer it gave. A preview that cannot be read, or finds none left to
+// restore since the call was checked, leaves the refusal as it was.
+func answeringRestoreDryRun(d Deps, t server.ServerTool) server.ServerTool {
+	relayed := t.Handler
+	t.Handler = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := relayed(ctx, req)
+		var in DLQRestoreInput
+		if err != nil || ErrorKind(res) != ops.KindReadOnly || decodeArgs(req, &in) != nil || !in.DryRun {
+			return res, err
+		}
+		preview, perr := d.Ops.PreviewRestore(ctx, in.request())
+		if perr != nil || preview.Restored == 0 || len(preview.Next) == 0 || preview.Next[0].Op != ops.OpDLQRestore {
+			return res, nil
+		}
+		restore := preview.Next[0]
+		restore.Why = ""
+		said := fmt.Sprintf("Its dry run, read here: %d of the %s given would be restored to %s", preview.Restored,
+			plural.Count(preview.Restored+preview.NotFound+preview.Refused, "id", "ids"), preview.DLQ)
+		if preview.NotFound+preview.Refused == 0 {
+			all := fmt.Sprintf("all %d ids", preview.Restored)
+			if preview.Restored == 1 {
+				all = "the id"
+			}
+			said = fmt.Sprintf("Its dry run, read here: %s given would be restored to %s", all, preview.DLQ)
+		}
+		if preview.FirstError != "" {
+			said += "; not all: " + preview.FirstError
+		}
+		out := refusalSaying(t.Tool.Name, said+".", restore, d.relay())
+		m := out.Meta.AdditionalFields[ErrorMetaKey].(errorMeta)
+		preview.Next = []ops.Hint{}
+		m.DryRun = &preview
+		return withErrorMeta(out, m), nil
+	}
+	return t
 }
