@@ -142,6 +142,13 @@ type HTTPConfig struct {
 	// database are up and why not. ServeDashboard serves them too, beside
 	// the dashboard alone.
 	Probes http.Handler
+	// Watch, when set, is given, once the transport is built, what reads
+	// the MCP sessions and event streams it holds open, for the metrics
+	// (metrics.Metrics.WatchMCP): Streamable HTTP's sessions initialized
+	// and not ended, and its GET streams and subscriptions/listen
+	// requests under way; the SSE transport's event streams, each a
+	// session.
+	Watch func(transport string, open func() metrics.MCPOpen)
 	// BasePath is the path prefix everything is served under behind a
 	// reverse proxy that forwards requests unchanged (--base-path), such
 	// as "/pgbus": the MCP endpoint at BasePath+PathMCP, metrics and
@@ -307,11 +314,12 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 	base, _ := basepath.Clean(cfg.BasePath) // Check accepted it
 	mux := http.NewServeMux()
 	var closeSessions func(context.Context)
+	var open func() metrics.MCPOpen
 	switch cfg.Transport {
 	case TransportHTTP:
-		h, closeAll := streamableHandler(s, cfg)
+		h, closeAll, ids := streamableHandler(s, cfg)
 		mux.Handle(base+PathMCP, writeDeadlines(h, cfg.writeTimeout))
-		closeSessions = closeAll
+		closeSessions, open = closeAll, ids.openNow
 	case TransportSSE:
 		streams := newSSEStreams()
 		opts := []server.SSEOption{
@@ -334,7 +342,10 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		mux.Handle(PathSSE, writeDeadlines(boundStreams(streams.track(stream), cfg), cfg.writeTimeout))
 		streams.watch(s)
 		mux.Handle(PathMessage, writeDeadlines(checkJSONBodies(cfg.Logger, cfg.TrustedProxies, streams.messages(s, h, frontDoor{s: s, each: eachPOST}, cfg)), cfg.writeTimeout))
-		closeSessions = func(context.Context) { h.CloseSessions() }
+		closeSessions, open = func(context.Context) { h.CloseSessions() }, streams.openNow
+	}
+	if cfg.Watch != nil {
+		cfg.Watch(cfg.Transport, open)
 	}
 	// The metrics and probes handlers are those of --metrics-addr too,
 	// which serves them at /: they are given the paths they know.

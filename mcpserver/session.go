@@ -15,6 +15,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/metrics"
 )
 
 // sessionNotFound is the JSON-RPC error code of a request on a session that
@@ -68,6 +70,30 @@ type sessions struct {
 	running map[string]map[*sessionEnd]struct{}
 	// door answers the messages pgbus refuses before mcp-go serves them.
 	door frontDoor
+	// streams counts the event streams under way: GET requests of open
+	// sessions, and subscriptions/listen requests of protocol 2026-07-28.
+	streams atomic.Int64
+}
+
+// openNow is what m holds open now: the sessions whose initialize was
+// answered, and the event streams under way.
+func (m *sessions) openNow() metrics.MCPOpen {
+	m.mu.Lock()
+	n := 0
+	for _, s := range m.open {
+		if !s.starting {
+			n++
+		}
+	}
+	m.mu.Unlock()
+	return metrics.MCPOpen{Sessions: n, Streams: int(m.streams.Load())}
+}
+
+// streaming counts an event stream under way until the function it
+// returns is called.
+func (m *sessions) streaming() func() {
+	m.streams.Add(1)
+	return func() { m.streams.Add(-1) }
 }
 
 // openSession is what sessions knows of an open session, to choose the one
@@ -382,6 +408,9 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 			// No session: mcp-go ignores a session id such a request
 			// carries, and so does this guard.
 			if !answered() {
+				if r.Method == http.MethodPost && method == string(mcp.MethodSubscriptionsListen) && hasID {
+					defer m.streaming()()
+				}
 				next.ServeHTTP(w, r)
 			}
 		case id == "" && r.Method == http.MethodPost && method != "" && method != string(mcp.MethodInitialize):
@@ -409,6 +438,7 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 			streams := 0
 			if r.Method == http.MethodGet {
 				streams = 1
+				defer m.streaming()()
 			}
 			m.use(id, streams)
 			defer m.use(id, -streams)
@@ -646,7 +676,7 @@ func refuseRequest(log *slog.Logger, trusted []netip.Prefix, w http.ResponseWrit
 // streamableHandler returns the Streamable HTTP transport of s at PathMCP,
 // with sessions only this server issues, behind the check of each POST's
 // media types (checkMedia), and the function that ends them.
-func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(context.Context)) {
+func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(context.Context), *sessions) {
 	ids := newSessions(cfg)
 	events := newRecentEvents()
 	opts := []server.StreamableHTTPOption{
@@ -670,7 +700,7 @@ func streamableHandler(s *server.MCPServer, cfg HTTPConfig) (http.Handler, func(
 	return checkMedia(cfg.Logger, cfg.TrustedProxies, ids.guard(trackWrites(h, events))), func(ctx context.Context) {
 		_ = h.Shutdown(ctx)
 		ids.closeAll()
-	}
+	}, ids
 }
 
 // peekMethod reads the JSON-RPC method of a POST's body, left in place for

@@ -13,6 +13,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pgbus/pgbus/metrics"
 )
 
 // maxUnansweredSSE bounds the requests of one session of the SSE transport
@@ -56,6 +58,13 @@ type sseStream struct {
 
 func newSSEStreams() *sseStreams {
 	return &sseStreams{open: map[string]*sseStream{}}
+}
+
+// openNow is what s holds open now: its event streams, each a session.
+func (s *sseStreams) openNow() metrics.MCPOpen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return metrics.MCPOpen{Sessions: len(s.open), Streams: len(s.open)}
 }
 
 // sseSlotKey keys, in the context of a GET of PathSSE, the *issued that

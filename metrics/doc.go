@@ -1,8 +1,8 @@
 // Package metrics exposes pgbus to Prometheus: counters and histograms of
 // the jobs a process runs, gauges of the queues, dead-letter queues,
 // circuit breakers and worker processes read from the database at scrape
-// time, and the MCP tool calls a server answers; and the /livez and
-// /readyz probes.
+// time, the MCP tool calls a server answers and the sessions and event
+// streams it holds open (WatchMCP); and the /livez and /readyz probes.
 //
 // pgbus serve and pgbus work serve them on their own; a Go service that
 // embeds the engine registers them on its registry:

@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,6 +111,11 @@ type Metrics struct {
 	databaseUp    *prometheus.Desc
 	gaugesAge     *prometheus.Desc
 	buildInfo     *prometheus.Desc
+	sessionsOpen  *prometheus.Desc
+	streamsOpen   *prometheus.Desc
+
+	mcpMu   sync.Mutex
+	mcpOpen map[string]func() MCPOpen // what WatchMCP was given, by transport
 
 	mu     sync.Mutex // held while the gauges are read, so scrapes wait for one read
 	readAt time.Time  // when the gauges were last read, successfully or not
@@ -199,6 +206,12 @@ func New(opts Options) *Metrics {
 		gaugesAge: prometheus.NewDesc("pgbus_gauges_age_seconds",
 			"Seconds since the queue, DLQ, breaker and worker gauges were last read from the database (since the process started, before the first read): near 0 while reads succeed. While reads fail, the last successful read's gauges are served for a grace (2 minutes unless the program chose another), then left out, and this keeps growing: with pgbus_database_up 1, a session holds a lock on a pgbus or PGMQ table (pgbus health names it).", nil, nil),
 	}
+	m.sessionsOpen = prometheus.NewDesc("pgbus_mcp_sessions_open",
+		"MCP sessions this server holds open, by transport: http (Streamable HTTP, from an initialize that succeeded until DELETE, the idle timeout or an end to make room for a new one; clients of protocol 2026-07-28 have none) and sse (each event stream is a session).",
+		[]string{"transport"}, nil)
+	m.streamsOpen = prometheus.NewDesc("pgbus_mcp_streams_open",
+		"Event streams this MCP server holds open, by transport: http (each session's GET stream, a resumed one included, and each subscriptions/listen request of protocol 2026-07-28) and sse (each /sse stream, which is its session).",
+		[]string{"transport"}, nil)
 	m.buildInfo = prometheus.NewDesc("pgbus_build_info",
 		"Always 1, labelled with the pgbus this process runs: its version and the commit it was built from (empty when the build recorded none). In a rolling deploy, count the processes of each version with count by (version) (pgbus_build_info).",
 		nil, prometheus.Labels{"version": buildinfo.Version(), "commit": shortCommit()})
@@ -298,12 +311,53 @@ func (m *Metrics) ToolCalled(tool, result string) {
 	m.tools.with(tool, func(tool string) { m.toolCalls.WithLabelValues(tool, result).Inc() })
 }
 
+// MCPOpen is what an MCP server's transport holds open at one moment.
+type MCPOpen struct {
+	// Sessions are its MCP sessions open.
+	Sessions int
+	// Streams are its event streams open.
+	Streams int
+}
+
+// WatchMCP has every scrape report what open says the MCP server's
+// transport (http, sse) holds open, as pgbus_mcp_sessions_open and
+// pgbus_mcp_streams_open labelled with it. A later call for the same
+// transport replaces the earlier; a nil open stops the report. open is
+// called at each scrape, and must be quick and safe for concurrent use.
+func (m *Metrics) WatchMCP(transport string, open func() MCPOpen) {
+	m.mcpMu.Lock()
+	defer m.mcpMu.Unlock()
+	if open == nil {
+		delete(m.mcpOpen, transport)
+		return
+	}
+	if m.mcpOpen == nil {
+		m.mcpOpen = map[string]func() MCPOpen{}
+	}
+	m.mcpOpen[transport] = open
+}
+
+// collectMCP sends the sessions and streams the watched MCP transports
+// hold open.
+func (m *Metrics) collectMCP(ch chan<- prometheus.Metric) {
+	m.mcpMu.Lock()
+	watched := maps.Clone(m.mcpOpen)
+	m.mcpMu.Unlock()
+	for _, transport := range slices.Sorted(maps.Keys(watched)) {
+		open := watched[transport]()
+		ch <- prometheus.MustNewConstMetric(m.sessionsOpen, prometheus.GaugeValue, float64(open.Sessions), transport)
+		ch <- prometheus.MustNewConstMetric(m.streamsOpen, prometheus.GaugeValue, float64(open.Streams), transport)
+	}
+}
+
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range m.vectors() {
 		c.Describe(ch)
 	}
 	ch <- m.buildInfo
+	ch <- m.sessionsOpen
+	ch <- m.streamsOpen
 	if m.opts.Ops != nil {
 		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.queuePaused, m.databaseUp, m.gaugesAge} {
 			ch <- d
@@ -320,6 +374,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		c.Collect(ch)
 	}
 	ch <- prometheus.MustNewConstMetric(m.buildInfo, prometheus.GaugeValue, 1)
+	m.collectMCP(ch)
 	if m.opts.Ops == nil {
 		return
 	}

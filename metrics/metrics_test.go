@@ -135,6 +135,8 @@ var Types = map[string]dto.MetricType{
 	"pgbus_job_start_latency_seconds":         dto.MetricType_HISTOGRAM,
 	"pgbus_circuit_breaker_transitions_total": dto.MetricType_COUNTER,
 	"pgbus_mcp_tool_calls_total":              dto.MetricType_COUNTER,
+	"pgbus_mcp_sessions_open":                 dto.MetricType_GAUGE,
+	"pgbus_mcp_streams_open":                  dto.MetricType_GAUGE,
 	"pgbus_queue_messages":                    dto.MetricType_GAUGE,
 	"pgbus_dlq_messages":                      dto.MetricType_GAUGE,
 	"pgbus_queue_oldest_ready_age_seconds":    dto.MetricType_GAUGE,
@@ -224,7 +226,9 @@ func TestScrapeAfterWorkload(t *testing.T) {
 	if age := value(fams, "pgbus_queue_oldest_ready_age_seconds", map[string]string{"queue": q}); age < 0 {
 		t.Errorf("no oldest ready age for %s", q)
 	}
-	checkFamilies(t, fams, "pgbus_circuit_breaker_transitions_total", "pgbus_circuit_breaker_state", "pgbus_circuit_breaker_held_jobs")
+	// No MCP server runs here: its sessions and streams are not exposed.
+	checkFamilies(t, fams, "pgbus_circuit_breaker_transitions_total", "pgbus_circuit_breaker_state", "pgbus_circuit_breaker_held_jobs",
+		"pgbus_mcp_sessions_open", "pgbus_mcp_streams_open")
 }
 
 // checkFamilies checks that every pgbus family exposed has HELP text and
@@ -420,7 +424,7 @@ func TestBreakerMetrics(t *testing.T) {
 	if v := value(fams, "pgbus_circuit_breaker_transitions_total", map[string]string{"breaker": breaker, "from": store.BreakerOpen, "to": store.BreakerHalfOpen}); v < 1 {
 		t.Errorf("open to half_open counted %v times, want at least 1", v)
 	}
-	checkFamilies(t, fams, "pgbus_mcp_tool_calls_total")
+	checkFamilies(t, fams, "pgbus_mcp_tool_calls_total", "pgbus_mcp_sessions_open", "pgbus_mcp_streams_open")
 }
 
 // The jobs a breaker in use holds are a gauge, scraped over HTTP: the

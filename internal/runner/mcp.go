@@ -133,6 +133,7 @@ func ServeMCP(ctx context.Context, st *store.Store, c MCPConfig) error {
 	if c.Monitor != nil {
 		opts.ToolCalled = c.Monitor.Metrics.ToolCalled
 		c.HTTP.Metrics, c.HTTP.Probes = c.Monitor.MetricsHandler(), c.Monitor.ProbesHandler()
+		c.HTTP.Watch = c.Monitor.Metrics.WatchMCP
 	}
 	s, err := mcpserver.New(tools.Deps{Ops: svc, CommandFlags: c.CommandFlags}, opts)
 	if err != nil {

@@ -330,6 +330,9 @@ func TestServeHTTPMetricsAndProbes(t *testing.T) {
 		`pgbus_mcp_tool_calls_total{result="error",tool="pgbus_dlq_show"} 1`,
 		"pgbus_database_up 1",
 		"pgbus_workers_running 0",
+		// A client of protocol 2026-07-28 holds no session, and here no stream.
+		`pgbus_mcp_sessions_open{transport="http"} 0`,
+		`pgbus_mcp_streams_open{transport="http"} 0`,
 		"# TYPE go_goroutines gauge",
 	} {
 		if !strings.Contains(body, want) {
