@@ -70,6 +70,9 @@ type sessionEvents struct {
 	// progress counts the progress notifications recorded, to compare
 	// with those the session's calls sent (mcpnotify.Sent).
 	progress int64
+	// dropped are the ids of the events not kept, and not to be written,
+	// that answer a request its client cancelled (cancelled.go).
+	dropped map[int64]struct{}
 }
 
 type storedEvent struct {
@@ -104,16 +107,26 @@ var _ server.EventStore = (*recentEvents)(nil)
 // session's oldest events beyond the bounds, those of a detached session
 // when it is (maxDetachedEvents), and a log notification sent to a
 // detached session at once. A response first waits for the events before
-// it on other streams to be flushed (ordering.go).
-func (r *recentEvents) StoreEvent(_ context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+// it on other streams to be flushed (ordering.go). The answer to a
+// request its client cancelled, whose POST's context (ctx) says so, is
+// not kept, and its id is noted for trackingWriter not to write it.
+func (r *recentEvents) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
 	if isResponse(message) {
 		r.awaitEarlier(sessionID, streamID)
 	}
+	end, _ := ctx.Value(sessionEndKey{}).(*sessionEnd)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.session(sessionID)
 	r.seq++
 	id := strconv.FormatInt(r.seq, 10)
+	if end.cancelledAnswer(message) {
+		if s.dropped == nil {
+			s.dropped = map[int64]struct{}{}
+		}
+		s.dropped[r.seq] = struct{}{}
+		return id, nil
+	}
 	if isProgress(message) {
 		s.progress++
 		r.notifyLocked()
@@ -213,4 +226,21 @@ func (r *recentEvents) PurgeSession(_ context.Context, sessionID string) error {
 	r.mu.Unlock()
 	mcpnotify.Forget(sessionID)
 	return nil
+}
+
+// takeDropped reports whether event id of sessionID answers a request its
+// client cancelled (StoreEvent), which is then not to be written, and
+// forgets it.
+func (r *recentEvents) takeDropped(sessionID string, id int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sessions[sessionID]
+	if s == nil {
+		return false
+	}
+	if _, ok := s.dropped[id]; !ok {
+		return false
+	}
+	delete(s.dropped, id)
+	return true
 }

@@ -235,9 +235,15 @@ func unknownResource(uri string) string {
 type lineWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// cancels leaves out the answers to the requests the client
+	// cancelled; nil, none.
+	cancels *stdioCancels
 }
 
 func (w *lineWriter) Write(p []byte) (int, error) {
+	if w.cancels != nil && w.cancels.drops(p) {
+		return len(p), nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.w.Write(p)
@@ -253,10 +259,12 @@ type stdioDoor struct {
 	out  io.Writer
 	rest []byte // of the line being passed on
 	err  error  // of reading in, returned once rest is passed on
+	// cancels is told of the lines passed on; nil, none.
+	cancels *stdioCancels
 }
 
-func newStdioDoor(ctx context.Context, door frontDoor, in io.Reader, out io.Writer) *stdioDoor {
-	return &stdioDoor{ctx: ctx, door: door, in: bufio.NewReader(in), out: out}
+func newStdioDoor(ctx context.Context, door frontDoor, in io.Reader, out io.Writer, cancels *stdioCancels) *stdioDoor {
+	return &stdioDoor{ctx: ctx, door: door, in: bufio.NewReader(in), out: out, cancels: cancels}
 }
 
 func (d *stdioDoor) Read(p []byte) (int, error) {
@@ -272,6 +280,9 @@ func (d *stdioDoor) Read(p []byte) (int, error) {
 		}
 		answer := d.door.answer(d.ctx, line)
 		if answer == nil {
+			if d.cancels != nil {
+				d.cancels.read(line)
+			}
 			d.rest = line
 			continue
 		}

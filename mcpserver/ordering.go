@@ -233,18 +233,30 @@ func trackWrites(next http.Handler, events *recentEvents) http.Handler {
 }
 
 // trackingWriter notes the ids of the events written through it (mcp-go
-// writes each "id: N" line with a Write of its own) and reports them
-// flushed when it flushes.
+// writes each "id: N" line with a Write of its own, and the rest of the
+// event with the next) and reports them flushed when it flushes. An event
+// that answers a request its client cancelled (recentEvents.takeDropped)
+// it does not write.
 type trackingWriter struct {
 	http.ResponseWriter
 	events  *recentEvents
 	session string
 	written []int64
+	// skip drops the next write: the rest of an event not written.
+	skip bool
 }
 
 func (w *trackingWriter) Write(p []byte) (int, error) {
+	if w.skip {
+		w.skip = false
+		return len(p), nil
+	}
 	if rest, ok := bytes.CutPrefix(p, []byte("id: ")); ok {
 		if id, ok := parseEventID(strings.TrimSpace(string(rest))); ok {
+			if w.events.takeDropped(w.session, id) {
+				w.skip = true
+				return len(p), nil
+			}
 			w.written = append(w.written, id)
 		}
 	}

@@ -457,7 +457,7 @@ func (m *sessions) guard(next http.Handler) http.Handler {
 				defer answered()
 				if end != nil {
 					r = r.WithContext(context.WithValue(r.Context(), sessionEndKey{}, end))
-					w = askWriter{ResponseWriter: w, end: end}
+					w = askWriter{ResponseWriter: &silencingWriter{ResponseWriter: w, end: end}, end: end}
 				}
 			}
 			next.ServeHTTP(&sessionWriter{ResponseWriter: w, ended: func() bool { return !m.isOpen(id) }, refuse: func() {

@@ -29,8 +29,10 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	// The tools add the client's declared name to the transport.
 	ctx = ops.WithCaller(ctx, ops.Caller{Transport: ops.TransportStdio})
 	// pgbus answers some messages itself (frontDoor), on the same output.
-	lines := &lineWriter{w: out}
-	err := stdio.Listen(ctx, newStdioDoor(ctx, frontDoor{s: s, each: eachLine}, in, lines), lines)
+	// The answers to the requests the client cancelled are left out.
+	cancels := &stdioCancels{}
+	lines := &lineWriter{w: out, cancels: cancels}
+	err := stdio.Listen(ctx, newStdioDoor(ctx, frontDoor{s: s, each: eachLine}, in, lines, cancels), lines)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return nil
 	}
