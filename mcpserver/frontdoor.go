@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -261,6 +262,31 @@ type stdioDoor struct {
 	err  error  // of reading in, returned once rest is passed on
 	// cancels is told of the lines passed on; nil, none.
 	cancels *stdioCancels
+	// log is told of the lines refused for their length; nil, none.
+	log *slog.Logger
+}
+
+// msgLineTooLong answers a line longer than MaxStdioLineBytes.
+var msgLineTooLong = fmt.Sprintf("pgbus: a message longer than %d bytes (16 MiB), the most a line may hold over stdio, was not read: "+
+	"send each message on a line of at most that (a corrected payload larger than a tool call takes is retried from a file with pgbus dlq retry on the command line)", MaxStdioLineBytes)
+
+// readLine reads the next line of in, with its newline, when it holds at
+// most max bytes; a longer one it reads to its end without keeping it,
+// and reports too long. err is that of ReadSlice at the line's end.
+func readLine(in *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := in.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, tooLong, err
+		}
+	}
 }
 
 func newStdioDoor(ctx context.Context, door frontDoor, in io.Reader, out io.Writer, cancels *stdioCancels) *stdioDoor {
@@ -272,8 +298,19 @@ func (d *stdioDoor) Read(p []byte) (int, error) {
 		if d.err != nil {
 			return 0, d.err
 		}
-		line, err := d.in.ReadBytes('\n')
+		line, tooLong, err := readLine(d.in, MaxStdioLineBytes)
 		d.err = err
+		if tooLong {
+			if d.log != nil {
+				d.log.Warn("MCP stdio: a message longer than the most a line may hold was refused without being read", "max_bytes", MaxStdioLineBytes)
+			}
+			b, _ := json.Marshal(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+				Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, msgLineTooLong, nil)})
+			if _, werr := d.out.Write(append(b, '\n')); werr != nil {
+				return 0, werr
+			}
+			continue
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			d.rest = line
 			continue

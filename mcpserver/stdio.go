@@ -13,6 +13,13 @@ import (
 	"github.com/pgbus/pgbus/ops"
 )
 
+// MaxStdioLineBytes bounds a line, one message, that ServeStdio reads:
+// twice the largest payload a message may carry (ops.MaxPayloadBytes),
+// which a tool call can hold with room to spare. A longer line is read to
+// its end without being kept, and answered with an invalid request error
+// (id null, since its id was not read), and the session goes on.
+const MaxStdioLineBytes = 16 << 20
+
 // ServeStdio serves s over newline-delimited JSON-RPC on in and out until in
 // ends (the client closed it) or ctx is done. Only protocol messages are
 // written to out; the transport's own errors go to logger. It returns nil
@@ -32,7 +39,9 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	// The answers to the requests the client cancelled are left out.
 	cancels := &stdioCancels{}
 	lines := &lineWriter{w: out, cancels: cancels}
-	err := stdio.Listen(ctx, newStdioDoor(ctx, frontDoor{s: s, each: eachLine}, in, lines, cancels), lines)
+	door := newStdioDoor(ctx, frontDoor{s: s, each: eachLine}, in, lines, cancels)
+	door.log = logger
+	err := stdio.Listen(ctx, door, lines)
 	if errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return nil
 	}
