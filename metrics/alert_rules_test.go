@@ -501,6 +501,26 @@ func TestAlertRules(t *testing.T) {
 			}
 		}},
 
+		{"another PGMQ client's queue", func(t *testing.T) ([]snapshot, []phase, []check) {
+			s := newSystem(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+			// Made and consumed by another PGMQ client (no settings of
+			// pgbus's, no pgbus worker ever served it): its messages wait,
+			// growing old, for that client, and no rule pages about it,
+			// though no pgbus worker runs at all.
+			q := s.queue(t, "theirs")
+			if _, err := s.st.Pool().Exec(pgtest.Context(t), `DELETE FROM pgbus.queues WHERE queue_name = '`+q+`';
+				INSERT INTO pgmq.q_`+q+` (vt, message) VALUES (now(), '{}'), (now(), '{}')`); err != nil {
+				t.Fatal(err)
+			}
+			first := capture(t, s.base)
+			if !first.has("pgbus_queue_messages") {
+				t.Fatalf("no gauge of %s scraped: the other client's queue is listed all the same", q)
+			}
+			return []snapshot{first}, []phase{{scrape: 0, minutes: 40, aging: true}}, []check{
+				{minute: 6}, {minute: 15}, {minute: 25}, {minute: 39},
+			}
+		}},
+
 		{"dead letters", func(t *testing.T) ([]snapshot, []phase, []check) {
 			s := newSystem(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
 			q := s.queue(t, "dead")

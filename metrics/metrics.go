@@ -108,6 +108,7 @@ type Metrics struct {
 	workers       *prometheus.Desc
 	queueWorkers  *prometheus.Desc
 	queuePaused   *prometheus.Desc
+	queueManaged  *prometheus.Desc
 	databaseUp    *prometheus.Desc
 	gaugesAge     *prometheus.Desc
 	buildInfo     *prometheus.Desc
@@ -201,6 +202,8 @@ func New(opts Options) *Metrics {
 			"Worker processes heartbeating now that serve each queue; 0 for a queue no running process works.", []string{"queue"}, nil),
 		queuePaused: prometheus.NewDesc("pgbus_queue_paused",
 			"1 when the queue is paused (workers read none of its messages until it is resumed), 0 otherwise.", []string{"queue"}, nil),
+		queueManaged: prometheus.NewDesc("pgbus_queue_managed",
+			"1 when pgbus manages the queue: made or registered with pgbus, or served by a pgbus worker process now or within the last 24 hours; 0 for another PGMQ client's queue that no pgbus worker serves, whose messages wait for that client (the worker and backlog alerts leave it out).", []string{"queue"}, nil),
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
 			"1 when the database answers: the last read of the queue, breaker and worker gauges succeeded, or, when it did not (a lock on a queue's table), a question asked after it was answered; 0 when it does not answer.", nil, nil),
 		gaugesAge: prometheus.NewDesc("pgbus_gauges_age_seconds",
@@ -359,7 +362,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.sessionsOpen
 	ch <- m.streamsOpen
 	if m.opts.Ops != nil {
-		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.queuePaused, m.databaseUp, m.gaugesAge} {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.queuePaused, m.queueManaged, m.databaseUp, m.gaugesAge} {
 			ch <- d
 		}
 	}
@@ -399,6 +402,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.oldestReady, prometheus.GaugeValue, q.OldestVisibleAgeSeconds, q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.queueWorkers, prometheus.GaugeValue, float64(g.QueueWorkers[q.Queue]), q.Queue)
 		ch <- prometheus.MustNewConstMetric(m.queuePaused, prometheus.GaugeValue, flag(g.Paused[q.Queue]), q.Queue)
+		ch <- prometheus.MustNewConstMetric(m.queueManaged, prometheus.GaugeValue, flag(g.Managed[q.Queue]), q.Queue)
 	}
 	for name, state := range g.Breakers {
 		for _, s := range []string{ops.BreakerClosed, ops.BreakerOpen, ops.BreakerHalfOpen} {

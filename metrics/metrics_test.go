@@ -147,6 +147,7 @@ var Types = map[string]dto.MetricType{
 	"pgbus_database_up":                       dto.MetricType_GAUGE,
 	"pgbus_gauges_age_seconds":                dto.MetricType_GAUGE,
 	"pgbus_queue_paused":                      dto.MetricType_GAUGE,
+	"pgbus_queue_managed":                     dto.MetricType_GAUGE,
 	"pgbus_queue_messages_estimated":          dto.MetricType_GAUGE,
 	"pgbus_build_info":                        dto.MetricType_GAUGE,
 }

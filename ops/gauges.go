@@ -37,6 +37,11 @@ type Gauges struct {
 	// Paused holds the queues of Queues that are paused: workers read
 	// none of their messages until they are resumed.
 	Paused map[string]bool
+	// Managed holds the queues of Queues that pgbus manages
+	// (store.ManagedQueues), as Health judges them: one left without a
+	// worker is pgbus's to page about, while another PGMQ client's queue,
+	// which no pgbus worker serves, waits for that client.
+	Managed map[string]bool
 }
 
 // Gauges reads the gauges of every queue, breaker and worker process. A
@@ -81,12 +86,17 @@ func (s *Service) Gauges(ctx context.Context) (_ Gauges, err error) {
 	if err != nil {
 		return Gauges{}, err
 	}
-	perQueue, paused := make(map[string]int, len(queues)), map[string]bool{}
+	managed, err := s.store.ManagedQueues(ctx)
+	if err != nil {
+		return Gauges{}, err
+	}
+	perQueue, paused, mine := make(map[string]int, len(queues)), map[string]bool{}, make(map[string]bool, len(queues))
 	for _, q := range queues {
 		perQueue[q.Queue] = coverage(ws, q.Queue).Running
+		mine[q.Queue] = managed.Manages(q.Queue) || perQueue[q.Queue] > 0
 		if settings[q.Queue].Paused && !q.Dropped {
 			paused[q.Queue] = true
 		}
 	}
-	return Gauges{Queues: queues, Breakers: inUse, BreakersHeld: held, WorkersRunning: ws.Running, QueueWorkers: perQueue, Paused: paused}, nil
+	return Gauges{Queues: queues, Breakers: inUse, BreakersHeld: held, WorkersRunning: ws.Running, QueueWorkers: perQueue, Paused: paused, Managed: mine}, nil
 }

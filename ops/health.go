@@ -102,7 +102,8 @@ func (r HealthReason) Key() ReasonKey {
 }
 
 // Health checks queues and workers: STALLED when ready work is not being
-// done (no running worker serves a queue with ready or retrying messages, a
+// done (no running worker serves a queue pgbus manages, store.ManagedQueues,
+// with ready or retrying messages, a
 // backlog that does not drain, the workers this process runs stopped on an
 // error: workers_stopped, see Options.OwnWorkers, and those of any
 // process whose start failed on an error, the last to serve a queue no
@@ -476,6 +477,10 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 	for _, b := range breakers {
 		checkBreaker(&h, b, s.heldBy(ctx, b), s.now(), func(q string) bool { return coverage(serving, q).Served() })
 	}
+	managed, err := s.store.ManagedQueues(ctx)
+	if err != nil {
+		return h, err
+	}
 	var queues int
 	var backlog, dead int64
 	h.Queues, h.Backlog, h.DeadMessages = &queues, &backlog, &dead
@@ -488,7 +493,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		queues++
 		backlog += q.Visible
 		h.BacklogEstimated = h.BacklogEstimated || q.Estimated
-		s.checkQueue(&h, q, coverage(serving, q.Queue))
+		s.checkQueue(&h, q, coverage(serving, q.Queue), managed.Manages(q.Queue))
 	}
 	s.checkServedDropped(ctx, &h, stats, workers)
 	s.checkStoppedElsewhere(ctx, &h, serving, stats)
@@ -639,19 +644,19 @@ func about(estimated bool) string {
 	return ""
 }
 
-func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers) {
+// checkQueue adds the reasons of queue q, which the workers cov serve, and
+// which pgbus manages or not (store.ManagedQueues): a queue another PGMQ
+// client made, which no pgbus worker serves now or served lately, is that
+// client's to work, so that neither its ready messages nor their age are
+// pgbus's to page about.
+func (s *Service) checkQueue(h *Health, q store.QueueStats, cov QueueWorkers, managed bool) {
 	oldest := time.Duration(q.OldestVisibleAgeSeconds * float64(time.Second))
 	switch {
 	case q.Paused:
 		h.add(HealthDegraded, "queue_paused", q.Queue, fmt.Sprintf("queue %q is paused with %s", q.Queue, pausedHolds(q)),
 			hint(OpQueueResume, "once the cause is fixed", "queue", q.Queue))
-	case q.Visible+q.WaitingRetry > 0 && !cov.Served() && store.ValidateQueueName(q.Queue) != nil:
-		// Another PGMQ client's queue whose name pgbus does not work (too
-		// long to give a DLQ): a step to start a worker would be refused.
-		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s%s ready, %d waiting to retry, and no pgbus worker can read it: %v; it was made by another PGMQ client, which can work it",
-			q.Queue, about(q.Estimated), plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, store.ValidateQueueName(q.Queue)),
-			hint(OpWorkers, "shows the processes seen lately"))
-		h.Reasons[len(h.Reasons)-1].Workers = cov.Status
+	case !managed && !cov.Served():
+		// Another PGMQ client's queue, which that client works.
 	case q.Visible+q.WaitingRetry > 0 && !cov.Served():
 		h.add(HealthStalled, "no_workers", q.Queue, fmt.Sprintf("queue %q: %s%s ready, %d waiting to retry; %s", q.Queue, about(q.Estimated), plural.Count(q.Visible, "message", "messages"), q.WaitingRetry, cov.Note),
 			append(s.startHints(cov), hint(OpWorkers, "shows the processes seen lately"))...)

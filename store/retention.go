@@ -297,9 +297,9 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 	return tag.RowsAffected(), nil
 }
 
-// RunRetention prunes the archive of every queue pgbus manages (managed:
-// not that of a queue another PGMQ client made, which pgbus does not
-// work) after its archive retention and that of every DLQ of one after its
+// RunRetention prunes the archive of every queue pgbus manages
+// (ManagedQueues: not that of a queue another PGMQ client made, which no
+// pgbus worker serves) after its archive retention and that of every DLQ of one after its
 // queue's dead retention, each queue's idempotency keys that are no longer
 // in force (pruneKeys), then the keys
 // of queues that are gone once older than the longest retention and the
@@ -331,14 +331,11 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	if err != nil {
 		return rep, err
 	}
-	levels, err := s.priorityLevels(ctx)
+	managed, err := s.ManagedQueues(ctx)
 	if err != nil {
 		return rep, err
 	}
-	worked, err := s.workedQueues(ctx)
-	if err != nil {
-		return rep, err
-	}
+	levels := managed.levels
 	longest := DefaultArchiveRetention
 	listed := make([]string, 0, len(queues))
 	for _, q := range queues {
@@ -350,7 +347,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		longest = max(longest, age)
 		var n int64
 		var err error
-		if managed(q.Name, settings, levels, worked) {
+		if managed.Manages(q.Name) {
 			n, err = s.PruneArchived(ctx, q.Name, age, batch)
 		}
 		if n > 0 {
@@ -551,39 +548,6 @@ const pruneFailuresSQL = `WITH pick AS MATERIALIZED (
 		SELECT msg_id, attempt FROM pick ORDER BY msg_id DESC, attempt DESC LIMIT 1
 	)
 	SELECT (SELECT count(*) FROM d), coalesce((SELECT msg_id FROM last), $3), coalesce((SELECT attempt FROM last), $4)`
-
-// managed reports whether retention prunes the archive of physical queue
-// physical: that of a queue pgbus made or registered (it has settings), or
-// that a running worker process works, of each of its priority levels,
-// and of its DLQ. The archive of a queue another PGMQ client made, which
-// pgbus does not work, is that client's: PGMQ never prunes one, and its
-// owner may rely on it.
-func managed(physical string, settings map[string]QueueSettings, levels map[string]int, worked map[string]bool) bool {
-	base, isDLQ := strings.CutSuffix(physical, DLQSuffix)
-	if !isDLQ {
-		base = logicalOf(base, levels)
-	}
-	_, registered := settings[base]
-	return registered || worked[base]
-}
-
-// workedQueues returns the queues the worker processes that have not
-// stopped say they work (pgbus.workers).
-func (s *Store) workedQueues(ctx context.Context) (map[string]bool, error) {
-	rows, err := s.reads.Query(ctx, `SELECT DISTINCT unnest(queues) FROM pgbus.workers WHERE stopped_at IS NULL`)
-	if err != nil {
-		return nil, fmt.Errorf("store: retention: list the queues workers work: %w", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("store: retention: list the queues workers work: %w", err)
-	}
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out, nil
-}
 
 // retentionOf is how long a physical queue's archive is kept: the dead
 // retention for a DLQ, the archive retention otherwise, from the settings of
