@@ -18,6 +18,13 @@ import (
 // else of the filter applies.
 type DLQDiscardedRequest struct {
 	Filter DeadFilter
+	// ByHandler lists instead the messages a handler's rule discarded
+	// from the queue itself (engine.Discard, a discard rule of the http or
+	// exec handler): kept in the archive of the queue (of each of its
+	// priority levels) marked pgbus_discarded, never dead-lettered, and
+	// brought back by no restore. Filter.Queue is then the queue, not its
+	// DLQ.
+	ByHandler bool
 	// Limit is how many to list, most recently discarded first: 1 to
 	// MaxPageSize, 0 for DefaultPageSize.
 	Limit int
@@ -26,12 +33,18 @@ type DLQDiscardedRequest struct {
 	Cursor string
 }
 
-// DiscardedItem is one message of a DLQ's archive.
+// ReasonDiscardedByHandler is the reason of a message a handler's rule
+// discarded from its queue (DLQDiscardedRequest.ByHandler): it never died.
+const ReasonDiscardedByHandler = "discarded_by_handler"
+
+// DiscardedItem is one message of a DLQ's archive, or of a queue's archive
+// that a handler discarded (DLQDiscardedRequest.ByHandler).
 type DiscardedItem struct {
-	DLQ            string    `json:"dlq" jsonschema_description:"The DLQ whose archive holds the message."`
+	DLQ            string    `json:"dlq,omitempty" jsonschema_description:"The DLQ whose archive holds the message; absent for one a handler discarded (by_handler)."`
+	Queue          string    `json:"queue,omitempty" jsonschema_description:"For a message a handler discarded (by_handler): the queue, or priority level NAME_pN, whose archive holds it."`
 	MsgID          int64     `json:"msg_id" jsonschema_description:"Its id, which it keeps when restored."`
 	Kind           string    `json:"kind,omitempty"`
-	Reason         string    `json:"reason" jsonschema_description:"Why the message died; not_recorded when it has no dead-letter block."`
+	Reason         string    `json:"reason" jsonschema_description:"Why the message died; not_recorded when it has no dead-letter block; discarded_by_handler for one a handler's rule discarded from its queue, which never died."`
 	SourceQueue    string    `json:"source_queue,omitempty" jsonschema_description:"Queue the message died in."`
 	ErrorClass     string    `json:"error_class,omitempty"`
 	ErrorMessage   string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
@@ -53,6 +66,9 @@ func (r DLQDiscardedRequest) Check() error {
 	if strings.TrimSpace(r.Filter.Queue) == "" {
 		return fieldf("queue", "is required: give the queue whose discarded messages to list").
 			with(hint(OpQueueStats, "lists the queues there are"))
+	}
+	if base, isDLQ := strings.CutSuffix(strings.TrimSpace(r.Filter.Queue), store.DLQSuffix); isDLQ && r.ByHandler {
+		return fieldf("by_handler", "lists the messages handlers discarded from the queue whose jobs they run, and %s is a dead-letter queue: give its queue, %s", strings.TrimSpace(r.Filter.Queue), base)
 	}
 	f := r.Filter
 	var drop []string
@@ -87,7 +103,7 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 	if err := checkText("cursor", req.Cursor); err != nil {
 		return DLQDiscarded{}, err
 	}
-	again := hint(OpDLQDiscarded, "start again from the first page", discardedArgs(req.Filter, "limit", req.Limit)...)
+	again := hint(OpDLQDiscarded, "start again from the first page", req.args("limit", req.Limit)...)
 	now, err := s.cursorClock(ctx, req.Cursor)
 	if err != nil {
 		return DLQDiscarded{}, explain(err, again)
@@ -105,19 +121,23 @@ func (s *Service) DLQDiscarded(ctx context.Context, req DLQDiscardedRequest) (_ 
 	asked := limit
 	var out DLQDiscarded
 	for {
-		page, err := s.store.ListDiscarded(ctx, f.Queue, sf, req.Cursor, limit)
+		list := s.store.ListDiscarded
+		if req.ByHandler {
+			list = s.store.ListHandlerDiscarded
+		}
+		page, err := list(ctx, f.Queue, sf, req.Cursor, limit)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
 				redo := levelRedo(err, func(q string) Hint {
-					f := req.Filter
-					f.Queue = q
-					return hint(OpDLQDiscarded, onLevelWhy(q), f.hintArgs("limit", req.Limit)...)
+					r := req
+					r.Filter.Queue = q
+					return hint(OpDLQDiscarded, onLevelWhy(q), r.args("limit", req.Limit)...)
 				})
 				return DLQDiscarded{}, explain(err, append(redo, hint(OpQueueStats, "lists the queues there are"))...)
 			}
 			return DLQDiscarded{}, explain(err, again)
 		}
-		out = s.discardedList(page)
+		out = s.discardedList(page, req.ByHandler)
 		// The hints of the whole page are counted, at most those of the
 		// rows kept.
 		rest := DLQDiscarded{Notes: out.Notes, NextCursor: page.NextCursor, Next: discardedNext(req, out.Items, page.NextCursor, limit)}
@@ -148,22 +168,34 @@ func discardedNext(req DLQDiscardedRequest, items []DiscardedItem, next string, 
 		hints = append(hints, hint(OpDLQRestore, "see what restoring the restorable ones listed would do; the same call, not as a dry run, restores them", "queue", req.Filter.Queue, "ids", ids, "dry_run", true))
 	}
 	if next != "" {
-		hints = append(hints, hint(OpDLQDiscarded, "the next page", discardedArgs(req.Filter, "cursor", next, "limit", limit)...))
+		hints = append(hints, hint(OpDLQDiscarded, "the next page", req.args("cursor", next, "limit", limit)...))
 	}
 	return hints
 }
 
-// discardedList is the view of a page of discarded messages.
-func (s *Service) discardedList(page store.DiscardedPage) DLQDiscarded {
+// discardedList is the view of a page of discarded messages: of a DLQ's
+// archive, or, byHandler, those a handler discarded from their queue.
+func (s *Service) discardedList(page store.DiscardedPage, byHandler bool) DLQDiscarded {
 	v := s.viewer(false)
 	out := DLQDiscarded{Items: make([]DiscardedItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
-		out.Items[i] = DiscardedItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
+		out.Items[i] = DiscardedItem{DLQ: it.DLQ, Queue: it.Queue, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
 			ErrorClass: it.ErrorClass, ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
-			DiscardedAt: it.ArchivedAt, Restorable: !it.RetryOriginal}
+			DiscardedAt: it.ArchivedAt, Restorable: !it.RetryOriginal && !byHandler}
+		if byHandler {
+			out.Items[i].Reason = ReasonDiscardedByHandler
+		}
 	}
 	out.Notes = append(out.Notes, v.listNotesShown(s.opts.Bounds.ListErrorChars, "showing one message once restored")...)
 	return out
+}
+
+// args are the arguments of the list req asks for, and more.
+func (req DLQDiscardedRequest) args(more ...any) []any {
+	if req.ByHandler {
+		more = append([]any{"by_handler", true}, more...)
+	}
+	return discardedArgs(req.Filter, more...)
 }
 
 // discardedArgs are the arguments of a list of discarded messages with

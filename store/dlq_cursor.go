@@ -82,6 +82,12 @@ func inDLQ(c *deadCursor) bool {
 	return c.G == "" && isDLQName(c.Q)
 }
 
+// inQueueArchive says whether c is a cursor of ListHandlerDiscarded: a
+// place in the archive of a queue that is no DLQ.
+func inQueueArchive(c *deadCursor) bool {
+	return c.G == "" && ValidatePhysicalName(c.Q) == nil && !strings.HasSuffix(c.Q, DLQSuffix)
+}
+
 // inSummary says whether c is a summary's cursor: a group's key in a DLQ.
 func inSummary(c *deadCursor) bool {
 	return IsGroupKey(c.G) && isDLQName(c.Q)
@@ -211,11 +217,12 @@ func (s *Store) decodeSignedCursor(ctx context.Context, cursor, filter string, p
 }
 
 // DeadCursorClock returns the instant the ages of the filter of a cursor
-// of ListDead or ListDiscarded counted back from (DeadFilter.Clock), zero
-// for a filter without ages. A cursor this database's pgbus did not issue,
-// or one changed since, is refused as ListDead refuses it.
+// of ListDead, ListDiscarded or ListHandlerDiscarded counted back from
+// (DeadFilter.Clock), zero for a filter without ages. A cursor this
+// database's pgbus did not issue, or one changed since, is refused as
+// ListDead refuses it.
 func (s *Store) DeadCursorClock(ctx context.Context, cursor string) (time.Time, error) {
-	return s.cursorClock(ctx, cursor, inDLQ)
+	return s.cursorClock(ctx, cursor, func(c *deadCursor) bool { return inDLQ(c) || inQueueArchive(c) })
 }
 
 // AuditCursorClock is DeadCursorClock for a cursor of ListAudit

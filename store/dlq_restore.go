@@ -40,7 +40,10 @@ type DiscardedFilter struct {
 // original of a retry with a corrected payload (RetryOriginal), which is
 // kept to be read but not restored.
 type DiscardedItem struct {
-	DLQ            string    `json:"dlq"`
+	DLQ string `json:"dlq,omitempty"`
+	// Queue is, for a message a handler discarded (ListHandlerDiscarded),
+	// the physical queue whose archive holds it; empty for a DLQ's.
+	Queue          string    `json:"queue,omitempty"`
 	MsgID          int64     `json:"msg_id"`
 	Kind           string    `json:"kind,omitempty"`
 	Reason         string    `json:"reason,omitempty"`

@@ -17,6 +17,7 @@ type DLQDiscardedInput struct {
 	Until      string `json:"until,omitempty" jsonschema_description:"Only messages discarded before: RFC 3339, a date (midnight UTC), or an age."`
 	Limit      *int   `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=25" jsonschema_description:"Messages to list, most recently discarded first: 1 to 100, default 25."`
 	Cursor     string `json:"cursor,omitempty" jsonschema_description:"next_cursor of the previous page, with the same queue and filters. Omit for the first page."`
+	ByHandler  bool   `json:"by_handler,omitempty" jsonschema_description:"List instead the messages a handler's rule discarded from the queue itself (engine.Discard, on_status, on_exit): never dead-lettered, kept in the queue's archive, restorable by no restore; error_class matches the error that discarded them."`
 }
 
 const dlqDiscardedDescription = `Lists the discarded messages of a queue's DLQ (its archive), newest discard first, no payloads; restorable is false for originals of a corrected-payload retry. Filters: kind, error_class, since/until (discard time). Next: pgbus_dlq_restore.`
@@ -31,7 +32,7 @@ func NewDLQDiscarded(d Deps) server.ServerTool {
 				return ops.DLQDiscarded{}, err
 			}
 			f := ops.DeadFilter{Queue: in.Queue, Kind: in.Kind, ErrorClass: in.ErrorClass, Since: in.Since, Until: in.Until}
-			return d.Ops.DLQDiscarded(ctx, ops.DLQDiscardedRequest{Filter: f, Limit: limit, Cursor: in.Cursor})
+			return d.Ops.DLQDiscarded(ctx, ops.DLQDiscardedRequest{Filter: f, Limit: limit, Cursor: in.Cursor, ByHandler: in.ByHandler})
 		}),
 	}
 }

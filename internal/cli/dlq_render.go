@@ -478,7 +478,7 @@ func failedAt(f ops.Failure) string {
 
 // writeDiscardedList prints a page of pgbus dlq discarded, the page after
 // cursor when one was given.
-func (a *app) writeDiscardedList(w io.Writer, res ops.DLQDiscarded, cursor string) error {
+func (a *app) writeDiscardedList(w io.Writer, res ops.DLQDiscarded, cursor string, byHandler bool) error {
 	if len(res.Items) == 0 {
 		// After a cursor, messages may still match: restored since, or
 		// discarded after the first page.
@@ -488,6 +488,20 @@ func (a *app) writeDiscardedList(w io.Writer, res ops.DLQDiscarded, cursor strin
 		}
 		_, err := fmt.Fprintln(w, msg)
 		return err
+	}
+	if byHandler {
+		t := newTable(w, "ID", "QUEUE", "KIND", "ERROR CLASS", "DISCARDED", "ERROR")
+		for _, it := range res.Items {
+			t.row(it.MsgID, it.Queue, dash(it.Kind), dash(it.ErrorClass), a.ago(it.DiscardedAt), messageCell(dash(it.ErrorMessage), 70))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w, "note: discarded from the queue by their handlers' rules, these never reached the DLQ, and no restore brings them back")
+		for _, n := range res.Notes {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+		return nil
 	}
 	t := newTable(w, "ID", "KIND", "REASON", "ERROR CLASS", "DEAD", "DISCARDED", "RESTORABLE", "ERROR")
 	for _, it := range res.Items {

@@ -12,30 +12,37 @@ func (a *app) dlqDiscardedCommand() *cobra.Command {
 	var (
 		queue, kind, errorClass, since, until, cursor string
 		limit                                         int
+		byHandler                                     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "discarded --queue Q",
-		Short: "List the discarded messages of a queue's DLQ, to restore them",
+		Short: "List the discarded messages of a queue's DLQ, to restore them, or those its handlers discarded",
 		Long: `List the messages in the archive of a queue's DLQ, most recently discarded
 first: id, kind, error class, when they died and when they were discarded.
 pgbus dlq restore brings them back into the DLQ. The archive also keeps the
 originals of retries with a corrected payload; they are listed as not
 restorable, since the corrected message ran in their place. --since and
---until bound when the messages were discarded. --json prints the same
-result as the MCP tool pgbus_dlq_discarded.`,
+--until bound when the messages were discarded. --by-handler lists instead
+the messages a handler's rule discarded from the queue itself (engine.Discard,
+on_status, on_exit, discard_exit_codes): never dead-lettered, they are kept
+in the queue's archive (of each priority level) marked pgbus_discarded until
+its archive_retention, and no restore brings them back; --error-class
+matches the error that discarded them. --json prints the same result as the
+MCP tool pgbus_dlq_discarded.`,
 		Example: `  pgbus dlq discarded --queue orders
-  pgbus dlq discarded --queue orders --error-class demo.ValidationError --since 1h`,
+  pgbus dlq discarded --queue orders --error-class demo.ValidationError --since 1h
+  pgbus dlq discarded --queue orders --by-handler`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkLimit(ops.OpDLQDiscarded, limit); err != nil {
 				return err
 			}
-			req := ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: queue, Kind: kind, ErrorClass: errorClass, Since: since, Until: until}, Limit: limit, Cursor: cursor}
-			if err := flagWords(req.Check(), "queue", "kind", "error_class", "since", "until"); err != nil {
+			req := ops.DLQDiscardedRequest{Filter: ops.DeadFilter{Queue: queue, Kind: kind, ErrorClass: errorClass, Since: since, Until: until}, Limit: limit, Cursor: cursor, ByHandler: byHandler}
+			if err := flagWords(req.Check(), "queue", "kind", "error_class", "since", "until", "by_handler"); err != nil {
 				return usageError{err}
 			}
 			return run(a, cmd, (*ops.Service).DLQDiscarded, req, func(res ops.DLQDiscarded) error {
-				if err := a.writeDiscardedList(a.stdout, res, cursor); err != nil {
+				if err := a.writeDiscardedList(a.stdout, res, cursor, byHandler); err != nil {
 					return err
 				}
 				a.printNext(a.stdout, res.Next)
@@ -51,6 +58,7 @@ result as the MCP tool pgbus_dlq_discarded.`,
 	fs.StringVar(&until, "until", "", "discarded before: RFC 3339, a date (midnight UTC), or an age")
 	fs.IntVar(&limit, "limit", ops.DefaultPageSize, fmt.Sprintf("list at most this many, 1 to %d", ops.MaxPageSize))
 	fs.StringVar(&cursor, "cursor", "", "the next page: the cursor the previous page printed, with the same filters")
+	fs.BoolVar(&byHandler, "by-handler", false, "list the messages the queue's handlers discarded (kept in its archive, never dead-lettered) instead of its DLQ's")
 	return jsonFlag(cmd, ops.OpDLQDiscarded)
 }
 

@@ -69,3 +69,35 @@ func TestRestoreRefusesBadInput(t *testing.T) {
 		t.Errorf("restore in an unknown queue: %s; want it named", e)
 	}
 }
+
+// The messages a handler's rule discarded from a queue, which never reached
+// its DLQ, are listed by dlq discarded --by-handler, with the error that
+// discarded them and no restore to run; the DLQ's own list has none.
+func TestDiscardedByHandlerListsTheQueuesDiscards(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	s := pgtest.OpenStore(t, d.url)
+	pgtest.CreateQueue(t, s, "orders")
+	ids := pgtest.HandlerDiscard(t, s, "orders", 1, pgtest.DeadSpec{Kind: "mail", Class: "http.404", Message: "no such mailbox"})
+
+	out := d.ok(t, "dlq", "discarded", "--queue", "orders", "--by-handler")
+	for _, want := range []string{fmt.Sprint(ids[0]), "orders", "mail", "http.404", "no such mailbox", "never reached the DLQ"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dlq discarded --by-handler printed:\n%s\nwant %q", out, want)
+		}
+	}
+	if strings.Contains(out, "pgbus dlq restore") {
+		t.Errorf("dlq discarded --by-handler printed:\n%s\nwant no restore, which cannot bring them back", out)
+	}
+	var res ops.DLQDiscarded
+	d.json(t, &res, "dlq", "discarded", "--queue", "orders", "--by-handler")
+	if len(res.Items) != 1 || res.Items[0].Queue != "orders" || res.Items[0].Reason != ops.ReasonDiscardedByHandler || res.Items[0].Restorable {
+		t.Errorf("dlq discarded --by-handler --json = %+v; want the one message of orders, discarded by its handler", res)
+	}
+	if out := d.ok(t, "dlq", "discarded", "--queue", "orders"); !strings.Contains(out, "no discarded messages match") {
+		t.Errorf("dlq discarded printed:\n%s\nwant none: nothing was discarded from the DLQ", out)
+	}
+	if e := d.fails(t, 2, "dlq", "discarded", "--queue", "orders_dlq", "--by-handler"); !strings.Contains(e, "give its queue, orders") || !strings.Contains(e, "--by-handler lists") {
+		t.Errorf("dlq discarded --by-handler of a DLQ: %s; want it refused, naming the queue and --by-handler", e)
+	}
+}

@@ -91,3 +91,36 @@ func or[T comparable](v, def T) T {
 	}
 	return v
 }
+
+// HandlerDiscard sends n messages to queue (a queue, or a priority level
+// of one) that look as spec says and discards them at once, as a
+// handler's rule does (engine.Discard): archived in queue's archive with
+// the pgbus_discarded header, their failure (spec's class and message,
+// attempt 1) recorded, never dead-lettered. It returns their ids in queue.
+func HandlerDiscard(tb testing.TB, st *store.Store, queue string, n int, spec DeadSpec) []int64 {
+	tb.Helper()
+	ctx := Context(tb)
+	msgs := make([]store.NewMessage, n)
+	for i := range msgs {
+		p, h := spec.Payload, spec.Headers
+		if p == "" {
+			p = fmt.Sprintf(`{"n": %d}`, i)
+		}
+		if h == "" {
+			h = fmt.Sprintf(`{"pgbus_kind": %q}`, spec.Kind)
+		}
+		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(h)}
+	}
+	ids, err := st.SendBatch(ctx, queue, msgs)
+	if err != nil {
+		tb.Fatalf("send to %s: %v", queue, err)
+	}
+	items := make([]store.DiscardItem, len(ids))
+	for i, id := range ids {
+		items[i] = store.DiscardItem{MsgID: id, Failure: store.Failure{Attempt: 1, Kind: spec.Kind, ErrorClass: or(spec.Class, "E"), ErrorMessage: spec.Message}}
+	}
+	if moved, err := st.DiscardMany(ctx, queue, items); err != nil || len(moved) != len(ids) {
+		tb.Fatalf("discard %d messages of %s: %d moved, %v", len(ids), queue, len(moved), err)
+	}
+	return ids
+}
