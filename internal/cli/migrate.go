@@ -74,8 +74,10 @@ Where PGMQ's functions are installed (the pgmq extension, or PGMQ's SQL
 installation script), pgbus creates and drops queues with pgmq.create and
 pgmq.drop_queue; where they are not, it makes the tables pgmq.create would
 make. To add PGMQ's functions to a database pgbus already uses, run its SQL
-script through --install-pgmq: run on its own, PGMQ's script stops at
-"relation "meta" already exists", as pgbus made pgmq.meta. --install-pgmq
+script through --install-pgmq: run on its own (psql -v ON_ERROR_STOP=1),
+PGMQ's script stops at "relation "meta" already exists", as pgbus made
+pgmq.meta; without ON_ERROR_STOP, psql goes on past that error and exits 0,
+an order not tested. --install-pgmq
 runs the script in one transaction, keeps the queues pgbus made (their
 tables already have PGMQ's shape) and lists them in PGMQ's pgmq.meta,
 grants on it what roles had on pgbus's (a reader's SELECT, say), then
