@@ -74,7 +74,7 @@ type Health struct {
 type HealthReason struct {
 	// Status is the reason's level: NOTICE leaves the verdict as it is.
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE,enum=NOTICE" jsonschema_description:"The reason's level: STALLED and DEGRADED make the verdict; NOTICE leaves it as it is (something to act on when convenient, while the queues work)."`
-	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=schema_newer,enum=standby,enum=health_check_slow,enum=old_transaction,enum=workers_stopped"`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=queue_tables_missing,enum=schema_newer,enum=standby,enum=health_check_slow,enum=old_transaction,enum=workers_stopped"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -111,7 +111,8 @@ func (r HealthReason) Key() ReasonKey {
 // queue does not exist), DEGRADED when something needs a look (stale workers, new dead
 // letters, paused queues, an aging backlog, an open circuit breaker that a
 // running handler uses, dead messages left by a dropped queue, running
-// workers waiting for their dropped queue), OK otherwise. A NOTICE reason
+// workers waiting for their dropped queue, a queue whose tables are gone
+// while pgbus's settings list it: queue_tables_missing), OK otherwise. A NOTICE reason
 // leaves the verdict as it is: a newer pgbus migrated the database, which
 // this one works on without what the newer versions added (schema_newer),
 // or the dead letters of the last hour were all retried or discarded since
@@ -496,6 +497,9 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		s.checkQueue(&h, q, coverage(serving, q.Queue), managed.Manages(q.Queue))
 	}
 	s.checkServedDropped(ctx, &h, stats, workers)
+	if err := s.checkTablesGone(ctx, &h); err != nil {
+		return h, err
+	}
 	s.checkStoppedElsewhere(ctx, &h, serving, stats)
 	schema, err := s.recordedSchema(ctx)
 	if err != nil {

@@ -959,6 +959,14 @@ func (s *Service) destructive(ctx context.Context, op, queue string, confirm boo
 		return QueueStats{}, sameOnceFree(err, op, queue, confirm)
 	}
 	res, err := s.QueueStats(ctx, QueueStatsRequest{Queue: queue})
+	if op == OpQueueDrop && errors.Is(err, ErrNotFound) {
+		// A queue pgbus's settings list whose tables are all gone (a
+		// restore that left them out): the drop forgets it, deleting
+		// no message.
+		if _, serr := s.store.QueueSettingsOf(ctx, queue); serr == nil {
+			return QueueStats{Queue: queue, DLQ: store.DLQName(queue)}, nil
+		}
+	}
 	if err != nil {
 		return QueueStats{}, sameOnceFree(err, op, queue, confirm)
 	}

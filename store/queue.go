@@ -587,6 +587,11 @@ func dropTables(ctx context.Context, tx pgx.Tx, name string, ext bool) error {
 		if _, err := tx.Exec(ctx, `SELECT pgmq.drop_queue($1)`, name); err != nil {
 			return fmt.Errorf("store: drop queue %q with pgmq.drop_queue: %w", name, err)
 		}
+		// pgmq.drop_queue leaves the queue's row of pgmq.meta when its
+		// table is gone (a restore that left the tables out): it goes too.
+		if _, err := tx.Exec(ctx, `DELETE FROM pgmq.meta WHERE queue_name = $1`, name); err != nil {
+			return fmt.Errorf("store: drop queue %q from pgmq.meta: %w", name, err)
+		}
 		return nil
 	}
 	ddl := `DROP TABLE IF EXISTS ` + queueTable(name) + `; DROP TABLE IF EXISTS ` + archiveTable(name)

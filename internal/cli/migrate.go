@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -27,7 +28,12 @@ naming the role that owns it, whose pgbus migrate adds them. It also
 compares each DLQ's group counts with its rows, and rebuilds counts that
 do not add up (a restore that loaded the data after the triggers counts
 each dead message twice), saying which; this reads each DLQ once, so the
-commands that migrate on start leave it to pgbus migrate.
+commands that migrate on start leave it to pgbus migrate. And it warns of
+each queue pgbus keeps settings of whose PGMQ tables are gone (a restore
+of a dump that left them out: pg_dump leaves out the tables of PGMQ
+installed as an extension), naming the commands that end it: pgbus queue
+create makes it again, empty, with its settings; pgbus queue drop --yes
+forgets it. --json lists them as queues_without_tables.
 
 A database a newer pgbus migrated is left as it is, nothing applied or
 repaired: migrate says so, with both versions, and to upgrade this pgbus,
@@ -121,6 +127,10 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 					recounted = append(recounted, dlqRecount(r))
 				}
 			}
+			gone, err := a.queuesWithoutTables(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
 			layout, code := "built-in PGMQ layout", "built_in"
 			switch {
 			case db.Status.PGMQExtension:
@@ -130,7 +140,7 @@ migrates. Where PGMQ's functions are already installed it runs nothing.`,
 			}
 			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
 				return printJSON(a.stdout, migrateJSON{SchemaVersion: db.Status.Version, Applied: db.Status.Applied, ThisPgbus: db.Status.Known,
-					Newer: db.Status.Newer(), Layout: code, Queues: len(queues), Recounted: recounted})
+					Newer: db.Status.Newer(), Layout: code, Queues: len(queues), Recounted: recounted, QueuesWithoutTables: gone})
 			}
 			for _, r := range recounted {
 				fmt.Fprintf(a.stdout, "pgbus: recounted the dead-letter groups of %s: they counted %s, its table holds %s\n",
@@ -172,6 +182,30 @@ type migrateJSON struct {
 	// rows, rebuilt (as after a restore that loaded the rows twice into
 	// the counts).
 	Recounted []dlqRecount `json:"dlqs_recounted"`
+	// QueuesWithoutTables are the queues pgbus keeps settings of whose
+	// PGMQ tables are gone (a restore that left them out), each warned
+	// of on stderr with the commands that end it.
+	QueuesWithoutTables []string `json:"queues_without_tables"`
+}
+
+// queuesWithoutTables warns of each queue pgbus keeps settings of whose
+// PGMQ tables are gone, as health names it, with its next steps, and
+// returns their names.
+func (a *app) queuesWithoutTables(ctx context.Context, db *dbopen.DB) ([]string, error) {
+	svc, err := a.service(db)
+	if err != nil {
+		return nil, err
+	}
+	reasons, err := svc.QueuesWithoutTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	for _, r := range reasons {
+		a.log.Warn("pgbus migrate: "+r.Message, "queue", r.Queue, "next", a.commands(r.Next, "; or "))
+		names = append(names, r.Queue)
+	}
+	return names, nil
 }
 
 // dlqRecount is a DLQ whose group counts were rebuilt: what they counted,

@@ -27,7 +27,10 @@ func (a *app) healthCommand() *cobra.Command {
 		Long: `Check queues and workers: STALLED when ready work is not being done (no
 running worker, a backlog that does not drain), DEGRADED when something needs
 a look (stale workers, new dead letters, a paused queue, an aging backlog, an
-open circuit breaker a running handler uses), OK otherwise. A NOTICE reason
+open circuit breaker a running handler uses; queue_tables_missing, a queue
+pgbus keeps settings of whose PGMQ tables are gone, as a restore of a dump
+that left them out leaves it: pgbus queue create makes it again with its
+settings, pgbus queue drop --yes forgets it), OK otherwise. A NOTICE reason
 leaves the verdict as it is: schema_newer, a newer pgbus migrated the
 database (upgrade this one); dead_letters_growing once every dead letter of
 the last hour was retried or discarded, or when none came in the last 15

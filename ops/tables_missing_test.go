@@ -1,0 +1,123 @@
+package ops_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
+)
+
+// dropTablesKeepMeta drops the tables of the physical queues named, queue
+// and archive, and keeps their rows of pgmq.meta: what a restore of a dump
+// of PGMQ installed as an extension leaves, as pg_dump leaves out the
+// extension's member tables but dumps pgmq.meta, a configuration table.
+func dropTablesKeepMeta(t *testing.T, s *store.Store, physical ...string) {
+	t.Helper()
+	for _, name := range physical {
+		for _, table := range []string{"q_" + name, "a_" + name} {
+			if _, err := s.Pool().Exec(testContext(t), fmt.Sprintf(`DROP TABLE IF EXISTS pgmq.%q`, table)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// A queue pgbus's settings list whose PGMQ tables are gone (a restore of
+// a dump that left them out) is named by health, DEGRADED, with the two
+// next steps that end it: the create that makes it again with its
+// settings (and priority levels), and the drop that forgets it. Followed,
+// each ends the reason; a queue whose tables are there is not named.
+// So in pgbus's own layout and with PGMQ's functions installed (whose
+// drop_queue leaves pgmq.meta's row of a queue whose table is gone).
+func TestHealthNamesQueuesWhoseTablesAreGone(t *testing.T) {
+	t.Parallel()
+	for _, withPGMQ := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pgmq_functions=%v", withPGMQ), func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.NewDatabase(t)
+			if withPGMQ {
+				if err := pgtest.RunSQL(t, url, pgtest.PGMQScript(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			healthNamesQueuesWhoseTablesAreGone(t, pgtest.OpenStore(t, url))
+		})
+	}
+}
+
+func healthNamesQueuesWhoseTablesAreGone(t *testing.T, s *store.Store) {
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	kept, again, forgotten, tiered := "kept", "again", "forgotten", "tiered"
+	for _, q := range []string{kept, again, forgotten} {
+		settings := store.DefaultQueueSettings(q)
+		settings.MaxRetries = 9
+		if err := s.CreateQueueWithSettings(ctx, 0, settings); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.CreatePriorityQueue(ctx, tiered, 2); err != nil {
+		t.Fatal(err)
+	}
+	dropTablesKeepMeta(t, s, again, store.DLQName(again), forgotten, store.DLQName(forgotten), "tiered_p0", "tiered_p1", store.DLQName(tiered))
+
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]ops.HealthReason{}
+	for _, r := range h.Reasons {
+		if r.Code == "queue_tables_missing" {
+			reasons[r.Queue] = r
+		}
+	}
+	if len(reasons) != 3 || h.Status != ops.HealthDegraded {
+		t.Fatalf("health with the tables of %s, %s and %s gone: %s, %+v; want DEGRADED, one queue_tables_missing reason for each", again, forgotten, tiered, h.Status, h.Reasons)
+	}
+	for q, r := range reasons {
+		if r.Status != ops.HealthDegraded || !strings.Contains(r.Message, fmt.Sprintf("%q", q)) || !strings.Contains(r.Message, "pgmq.q_") {
+			t.Errorf("reason of %s: %+v; want DEGRADED, naming the queue and its tables gone", q, r)
+		}
+		create, drop := findHint(t, r.Next, ops.OpQueueCreate), findHint(t, r.Next, ops.OpQueueDrop)
+		if create.Args["queue"] != q || drop.Args["queue"] != q || drop.Args["confirm"] != true {
+			t.Errorf("reason of %s: next %+v; want the create and the confirmed drop of %s", q, r.Next, q)
+		}
+		if levels, ok := create.Args["priorities"]; ok != (q == tiered) || ok && fmt.Sprint(levels) != "2" {
+			t.Errorf("reason of %s: create %+v; want the priority levels it had, 2 for %s only", q, create, tiered)
+		}
+	}
+
+	// Followed: the creates make them again, with their settings.
+	for _, q := range []string{again, tiered} {
+		create := findHint(t, reasons[q].Next, ops.OpQueueCreate)
+		levels, _ := create.Args["priorities"].(int)
+		if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q, Priorities: levels}); err != nil {
+			t.Fatalf("the create health offers for %s: %v", q, err)
+		}
+	}
+	if set, err := s.QueueSettingsOf(ctx, again); err != nil || set.MaxRetries != 9 {
+		t.Errorf("settings of %s made again: %+v, %v; want its max_retries 9 kept", again, set, err)
+	}
+	// The drop forgets the other.
+	if _, err := svc.QueueDrop(ctx, ops.QueueDropRequest{Queue: forgotten, Confirm: true}); err != nil {
+		t.Fatalf("the drop health offers for %s: %v", forgotten, err)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgbus.queues WHERE queue_name = $1`, forgotten); n != 0 {
+		t.Errorf("%s dropped: still in pgbus.queues", forgotten)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq.meta WHERE queue_name IN ($1, $2)`, forgotten, store.DLQName(forgotten)); n != 0 {
+		t.Errorf("%s dropped: %d rows of it and its DLQ left in pgmq.meta", forgotten, n)
+	}
+	h, err = svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.Reasons {
+		if r.Code == "queue_tables_missing" {
+			t.Errorf("health once each was made again or dropped: %+v; want no queue_tables_missing", r)
+		}
+	}
+}

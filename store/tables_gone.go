@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// QueueTablesGone is a queue pgbus's settings list (pgbus.queues) one of
+// whose work tables is gone: a restore of a dump that left PGMQ's tables
+// out (pg_dump leaves out an extension's member tables), or a drop outside
+// pgbus.
+type QueueTablesGone struct {
+	Queue string
+	// Priorities is the number of the queue's priority levels, 0 for a
+	// queue without: what a create that makes it again must give.
+	Priorities int
+	// Missing are the tables gone, pgmq.q_<physical>: of its levels, and
+	// of its DLQ when that is gone too.
+	Missing []string
+}
+
+// QueuesWithoutTables lists the queues of pgbus.queues whose work table,
+// or that of one of their priority levels, is gone, with the queue tables
+// of theirs that are, by name byte by byte. It is one statement that asks
+// the catalog for two or so names a queue, cheap enough for every health
+// check. A queue whose DLQ alone is gone is not listed: a queue another
+// PGMQ client made, registered with pgbus, may have none.
+func (s *Store) QueuesWithoutTables(ctx context.Context) ([]QueueTablesGone, error) {
+	rows, err := s.reads.Query(ctx, `
+		SELECT queue_name, priorities, missing FROM (
+		  SELECT q.queue_name, q.priorities,
+		         ARRAY(SELECT 'pgmq.q_' || t.name FROM unnest(
+		                 CASE WHEN q.priorities = 0 THEN ARRAY[q.queue_name]
+		                      ELSE ARRAY(SELECT q.queue_name || '_p' || p FROM generate_series(0, q.priorities - 1) AS p ORDER BY p) END
+		                 || (q.queue_name || $1)) WITH ORDINALITY AS t(name, n)
+		               WHERE to_regclass(format('pgmq.%I', 'q_' || t.name)) IS NULL ORDER BY t.n) AS missing,
+		         EXISTS (SELECT FROM generate_series(0, greatest(q.priorities, 1) - 1) AS p
+		                 WHERE to_regclass(format('pgmq.%I', 'q_' || CASE WHEN q.priorities = 0 THEN q.queue_name ELSE q.queue_name || '_p' || p END)) IS NULL) AS work_gone
+		  FROM pgbus.queues q) x
+		WHERE work_gone ORDER BY queue_name COLLATE "C"`, DLQSuffix)
+	if err != nil {
+		return nil, fmt.Errorf("store: list the queues whose tables are gone: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (QueueTablesGone, error) {
+		var q QueueTablesGone
+		err := r.Scan(&q.Queue, &q.Priorities, &q.Missing)
+		return q, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list the queues whose tables are gone: %w", err)
+	}
+	return out, nil
+}
