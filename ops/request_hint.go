@@ -79,7 +79,7 @@ func (r QueueRequest) Hint(op, why string) Hint {
 
 // Hint is r as a next step: the same run-now.
 func (r QueueRunNowRequest) Hint(why string) Hint {
-	return hint(OpQueueRunNow, why, "queue", r.Queue, "kind", r.Kind, "dry_run", r.DryRun)
+	return hint(OpQueueRunNow, why, "queue", r.Queue, "kind", r.Kind, "in_flight", r.InFlight, "dry_run", r.DryRun)
 }
 
 // Hint is r as a next step: the same reset.

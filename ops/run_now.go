@@ -16,6 +16,12 @@ type QueueRunNowRequest struct {
 	Queue  string
 	Kind   string
 	DryRun bool
+	// InFlight takes the messages in flight instead (read by a worker and
+	// not settled, their visibility timeout not over), for after a
+	// restore or a failover, when the workers that read them are gone and
+	// they would wait out the timeout. A job a worker still runs is made
+	// visible too, and runs twice.
+	InFlight bool
 	// Progress, when set, is called with the messages made visible so
 	// far after each batch, and total 0: how many there are is not
 	// counted first.
@@ -29,6 +35,9 @@ type QueueRunNow struct {
 	// Kind is the job kind the call took, when it named one.
 	Kind   string `json:"kind,omitempty"`
 	DryRun bool   `json:"dry_run"`
+	// InFlight says the call took the messages in flight, not the
+	// retrying ones.
+	InFlight bool `json:"in_flight,omitempty" jsonschema_description:"True when the call took the messages in flight, not those waiting to retry."`
 	// Visible counts the messages made visible (in a dry run: that would
 	// be).
 	Visible int64  `json:"visible"`
@@ -44,12 +53,17 @@ type QueueRunNow struct {
 // fixed, minutes (or, with the polynomial strategy or a long Retry-After,
 // hours) are not spent waiting. Messages in flight, waiting, scheduled
 // (sent with a delay, snoozed, paced, given back) keep their times; the
-// attempts already made still count.
+// attempts already made still count. With InFlight it takes the messages
+// in flight instead, whose attempt under way counts as made, as after a
+// crash: the jobs a worker still runs run twice.
 func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out QueueRunNow, err error) {
 	args := func() any {
 		args := map[string]any{"queue": req.Queue, "dry_run": req.DryRun}
 		if req.Kind != "" {
 			args["kind"] = req.Kind
+		}
+		if req.InFlight {
+			args["in_flight"] = true
 		}
 		return args
 	}
@@ -70,7 +84,7 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	if err := req.Check(); err != nil {
 		return QueueRunNow{}, err
 	}
-	opts := store.RunNowOptions{Kind: req.Kind, DryRun: req.DryRun}
+	opts := store.RunNowOptions{Kind: req.Kind, DryRun: req.DryRun, InFlight: req.InFlight}
 	if req.Progress != nil {
 		opts.Progress = func(done int64) { req.Progress(int(done), 0) }
 	}
@@ -83,14 +97,17 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 	if err != nil && n > 0 {
 		// Stopped partway, the batches done stay done: the result and
 		// the error count them.
-		again := QueueRunNowRequest{Queue: req.Queue, Kind: req.Kind}
-		return QueueRunNow{Queue: req.Queue, Kind: req.Kind, Visible: n, Next: []Hint{}}, partlyDone(err, "running now", n, 0, nil, again.Hint(""))
+		again := QueueRunNowRequest{Queue: req.Queue, Kind: req.Kind, InFlight: req.InFlight}
+		return QueueRunNow{Queue: req.Queue, Kind: req.Kind, InFlight: req.InFlight, Visible: n, Next: []Hint{}}, partlyDone(err, "running now", n, 0, nil, again.Hint(""))
 	}
 	if err != nil {
 		return QueueRunNow{}, explain(err, hint(OpQueueStats, "lists the queues there are"))
 	}
-	out = QueueRunNow{Queue: req.Queue, Kind: req.Kind, DryRun: req.DryRun, Visible: n, Next: []Hint{}}
+	out = QueueRunNow{Queue: req.Queue, Kind: req.Kind, InFlight: req.InFlight, DryRun: req.DryRun, Visible: n, Next: []Hint{}}
 	switch {
+	case n > 0 && req.DryRun && req.InFlight:
+		out.Next = append(out.Next, QueueRunNowRequest{Queue: req.Queue, Kind: req.Kind, InFlight: true}.Hint(
+			"the same call, not as a dry run, makes them visible now: only once the workers that read them are gone (a restore, a failover), as a job a worker still runs runs twice"))
 	case n > 0 && req.DryRun:
 		out.Next = append(out.Next, QueueRunNowRequest{Queue: req.Queue, Kind: req.Kind}.Hint("the same call, not as a dry run, makes them visible now"))
 	case n > 0:
@@ -131,9 +148,13 @@ func (s *Service) noteRunNowWorkers(ctx context.Context, out *QueueRunNow) {
 // kinds; otherwise what the queue holds.
 func (s *Service) runNowNoneHint(ctx context.Context, req QueueRunNowRequest) Hint {
 	if req.Kind != "" {
-		if others, err := s.store.RunNow(ctx, req.Queue, store.RunNowOptions{DryRun: true}); err == nil && others > 0 {
-			return hint(OpQueueMessages, fmt.Sprintf("no message of kind %q waits to retry, while other kinds have %d waiting: this lists them with their kinds",
-				clip(req.Kind, 60), others), "queue", req.Queue, "state", store.StateRetrying)
+		state, words, those := store.StateRetrying, "waits to retry", "waiting"
+		if req.InFlight {
+			state, words, those = store.StateInFlight, "is in flight", "in flight"
+		}
+		if others, err := s.store.RunNow(ctx, req.Queue, store.RunNowOptions{DryRun: true, InFlight: req.InFlight}); err == nil && others > 0 {
+			return hint(OpQueueMessages, fmt.Sprintf("no message of kind %q %s, while other kinds have %d %s: this lists them with their kinds",
+				clip(req.Kind, 60), words, others, those), "queue", req.Queue, "state", state)
 		}
 	}
 	return hint(OpQueueMessages, "shows what the queue holds, and the state of each message", "queue", req.Queue)

@@ -12,6 +12,12 @@ type RunNowOptions struct {
 	Kind string
 	// DryRun counts the messages and changes nothing.
 	DryRun bool
+	// InFlight takes the messages in flight (StateInFlight: read by a
+	// worker, not settled, their visibility timeout not over) instead of
+	// the retrying ones: after a restore or a failover the workers that
+	// read them are gone, and they would wait out the timeout. A job a
+	// worker still runs is made visible too, and runs twice.
+	InFlight bool
 	// Progress, when set, is called after each batch with the messages
 	// made visible so far.
 	Progress func(done int64)
@@ -21,7 +27,8 @@ type RunNowOptions struct {
 // priority levels, or the one level named) that wait for their next
 // attempt after a failure, in state StateRetrying, visible now, so that
 // workers run them without waiting out their backoff, as after a fix to
-// what failed them. A message a worker reads meanwhile is left alone: its
+// what failed them; with o.InFlight, those in state StateInFlight
+// instead, their attempt under way counted as made, as after a crash. A message a worker reads meanwhile is left alone: its
 // attempt is under way, and the batch's condition, checked again on the
 // row the read left, no longer holds. It returns how many it made visible
 // (in a dry run: would); on an error, how many its batches made visible
@@ -62,20 +69,26 @@ var runNowBatch = 50_000
 
 // runLevelNow is RunNow for one physical queue.
 func (s *Store) runLevelNow(ctx context.Context, queue string, o RunNowOptions) (int64, error) {
-	retrying := func(after string) string {
-		return `q.vt > now() AND q.read_ct > 0 AND q.msg_id > ` + after + ` AND NOT ` + breakerHeldSQL + ` AND ` + lastAttemptFailedAfterSQL("$1::text", after) +
+	// The states of liveCountsSQL: retrying when the attempt it is on
+	// failed, in flight when it did not (yet).
+	failed, state := "", "retrying"
+	if o.InFlight {
+		failed, state = "NOT ", "in-flight"
+	}
+	taken := func(after string) string {
+		return `q.vt > now() AND q.read_ct > 0 AND q.msg_id > ` + after + ` AND NOT ` + breakerHeldSQL + ` AND ` + failed + lastAttemptFailedAfterSQL("$1::text", after) +
 			` AND ($2::text = '' OR coalesce(q.headers->>'` + HeaderKind + `', q.message->>'job_class', '') = $2::text)`
 	}
 	if o.DryRun {
 		var total int64
-		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(queue)+` q WHERE `+retrying("0"), queue, o.Kind).Scan(&total); err != nil {
-			return 0, queueErr(err, "count the retrying messages of", queue)
+		if err := s.db.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(queue)+` q WHERE `+taken("0"), queue, o.Kind).Scan(&total); err != nil {
+			return 0, queueErr(err, "count the "+state+" messages of", queue)
 		}
 		return total, nil
 	}
-	n, err := s.visibleNowInBatches(ctx, queue, retrying, o.Kind, o.Progress)
+	n, err := s.visibleNowInBatches(ctx, queue, taken, o.Kind, o.Progress)
 	if err != nil {
-		return n, queueErr(err, "run the retrying messages now of", queue)
+		return n, queueErr(err, "run the "+state+" messages now of", queue)
 	}
 	return n, nil
 }

@@ -159,3 +159,36 @@ func TestDLQSummarySaysGroupsCameBack(t *testing.T) {
 		t.Errorf("retry dry run = %d retried, %d came back; want 2 and 1", dry.Retried, dry.CameBack)
 	}
 }
+
+// pgbus_queue_run_now with in_flight makes the messages in flight visible
+// now, not the retrying ones, after a dry run whose next call keeps
+// in_flight and warns that a job still running runs twice; the audit
+// records it.
+func TestQueueRunNowToolInFlight(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, ops.Options{})
+	q := newQueue(t, e.st)
+	pgtest.Retrying(t, e.st, q)
+	ctx := testContext(t)
+	if _, err := e.st.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.st.Read(ctx, q, time.Hour, 1); err != nil || len(got) != 1 {
+		t.Fatalf("read: %+v, %v", got, err)
+	}
+	dry := callOK[ops.QueueRunNow](t, e, "pgbus_queue_run_now", map[string]any{"queue": q, "in_flight": true, "dry_run": true})
+	h, ok := findHint(dry.Next, "pgbus_queue_run_now")
+	if dry.Visible != 1 || !dry.InFlight || !ok || hintArg(h, "in_flight") != "true" || !strings.Contains(h.Why, "twice") {
+		t.Fatalf("dry run with in_flight = %+v; want 1 counted and the same call next, in_flight kept, warning", dry)
+	}
+	out := callOK[ops.QueueRunNow](t, e, "pgbus_queue_run_now", map[string]any{"queue": q, "in_flight": true})
+	if out.Visible != 1 || !out.InFlight {
+		t.Fatalf("run now with in_flight = %+v; want 1 made visible", out)
+	}
+	if got := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "state": "retrying"}); len(got.Items) != 1 {
+		t.Errorf("retrying messages after run now with in_flight: %+v; want the one still waiting", got.Items)
+	}
+	if rows := auditRows(t, e.st, ops.OpQueueRunNow, q); len(rows) != 2 || !strings.Contains(string(rows[0].Arguments), `"in_flight": true`) {
+		t.Errorf("audit of run now with in_flight: %+v", rows)
+	}
+}

@@ -96,10 +96,20 @@ priority levels has every level's retrying messages run now; name one
 level (QUEUE_p1) for that level alone. --kind takes only the messages of
 one job kind, as when the fix was to one kind's downstream; the others
 keep waiting. --dry-run counts them and changes nothing. --json prints
-the same result as the MCP tool pgbus_queue_run_now.`,
+the same result as the MCP tool pgbus_queue_run_now.
+
+--in-flight takes the messages in flight instead (read by a worker and not
+settled, state in_flight): after a restore or a failover the workers that
+read them are gone, and without it they wait out their visibility timeout
+(up to 24 hours) before they run again. Their attempt under way counts as
+made, as after a crash. WARNING: a job a worker still runs elsewhere is in
+flight too, is made visible with the others, and runs twice: use it only
+once every worker that read them has stopped (pgbus workers shows none
+running but those started since), and count them first with --dry-run.`,
 		Example: `  pgbus queue run-now orders --dry-run
   pgbus queue run-now orders
-  pgbus queue run-now orders --kind send_receipt`,
+  pgbus queue run-now orders --kind send_receipt
+  pgbus queue run-now orders --in-flight --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Queue = args[0]
@@ -109,14 +119,17 @@ the same result as the MCP tool pgbus_queue_run_now.`,
 				req.Progress = bar.callback()
 			}
 			return run(a, cmd, (*ops.Service).QueueRunNow, req, func(res ops.QueueRunNow) error {
-				verb, kind := "made visible now", ""
+				verb, kind, state := "made visible now", "", "waiting to retry"
 				if res.DryRun {
 					verb = "would be made visible now"
 				}
 				if res.Kind != "" {
 					kind = " of kind " + res.Kind
 				}
-				fmt.Fprintf(a.stdout, "%s%s of queue %s waiting to retry %s\n", plural.Count(res.Visible, "message", "messages"), kind, res.Queue, verb)
+				if res.InFlight {
+					state = "in flight"
+				}
+				fmt.Fprintf(a.stdout, "%s%s of queue %s %s %s\n", plural.Count(res.Visible, "message", "messages"), kind, res.Queue, state, verb)
 				if res.Workers != nil && !res.Workers.Served() {
 					fmt.Fprintln(a.stdout, "note: "+res.Workers.Note)
 				}
@@ -127,6 +140,7 @@ the same result as the MCP tool pgbus_queue_run_now.`,
 	}
 	cmd.Flags().StringVar(&req.Kind, "kind", "", "only the messages of this job kind")
 	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "count the messages; change nothing")
+	cmd.Flags().BoolVar(&req.InFlight, "in-flight", false, "take the messages in flight instead, after a restore or failover: a job a worker still runs runs twice")
 	return jsonFlag(cmd, ops.OpQueueRunNow)
 }
 

@@ -77,3 +77,35 @@ func TestQueueRunNowOfOneKindFromTheCLI(t *testing.T) {
 		t.Fatalf("after run-now --kind mail: %d mail visible, %d sms waiting to retry; want 1 and 1", waiting, retrying)
 	}
 }
+
+// pgbus queue run-now --in-flight makes visible now the messages a worker
+// read and never settled, as after a restore or failover, after a
+// --dry-run that counts them and whose next step is the same command
+// with --in-flight; the retrying ones keep waiting. Its help warns that a
+// job still running elsewhere runs twice.
+func TestQueueRunNowInFlightFromTheCLI(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	st := pgtest.OpenStore(t, d.url)
+	pgtest.Retrying(t, st, "orders")
+	d.ok(t, "send", "orders", `{"n":1}`)
+	// Read by a worker that is gone since, as a restore or failover leaves it.
+	pgtest.Exec(t, d.url, `UPDATE pgmq.q_orders SET vt = now() + interval '1 hour', read_ct = 1 WHERE read_ct = 0`)
+
+	if out := d.ok(t, "queue", "run-now", "orders", "--in-flight", "--dry-run"); !strings.Contains(out, "1 message of queue orders in flight would be made visible now") ||
+		!strings.Contains(out, "next: pgbus queue run-now orders --in-flight   # ") || !strings.Contains(out, "runs twice") {
+		t.Fatalf("run-now --in-flight --dry-run:\n%s", out)
+	}
+	if out := d.ok(t, "queue", "run-now", "orders", "--in-flight"); !strings.Contains(out, "1 message of queue orders in flight made visible now") {
+		t.Fatalf("run-now --in-flight:\n%s", out)
+	}
+	var visible, retrying int
+	d.query(t, `SELECT count(*) FILTER (WHERE vt <= now()), count(*) FILTER (WHERE vt > now()) FROM pgmq.q_orders`, &visible, &retrying)
+	if visible != 1 || retrying != 1 {
+		t.Errorf("after run-now --in-flight: %d visible, %d not; want the one in flight visible, the retrying one waiting", visible, retrying)
+	}
+	if help := d.ok(t, "queue", "run-now", "--help"); !strings.Contains(help, "--in-flight") || !strings.Contains(help, "runs twice") {
+		t.Errorf("run-now --help:\n%s\nwant --in-flight and its warning", help)
+	}
+}
