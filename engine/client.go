@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pgbus/pgbus/internal/buildinfo"
+	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/internal/startwait"
 	"github.com/pgbus/pgbus/store"
 )
@@ -327,6 +328,9 @@ type Client struct {
 	// outage says once for all the loops that the database cannot be
 	// reached, and when it answers again.
 	outage outage
+	// schemaLog paces the warning that pgbus's schema is gone
+	// (schemaGone).
+	schemaLog quietlog.Log
 	// idle are the workers waiting for work in their queues.
 	idle idleQueues
 	// workers are Run's queue workers, by logical queue, set before its
@@ -952,7 +956,7 @@ func (c *Client) try(ctx context.Context, fn func(context.Context) error) {
 	// A success says nothing of the database: some tasks (a flush with
 	// nothing to write) do not reach it. The reads and writes of the
 	// workers tell when it answers again.
-	if err := fn(ctx); err != nil && ctx.Err() == nil && !c.outage.failed(err) {
+	if err := fn(ctx); err != nil && ctx.Err() == nil && !c.quiet(err) {
 		c.log.Warn(c.advised("pgbus: background task failed; retrying at the next interval", err), "err", err)
 	}
 }

@@ -184,7 +184,7 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", queue, "count", len(batch), "err", err)
 			return landed
 		}
-		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) && !w.writeLockedOut(queue, batch, written, err) && !w.c.outage.failed(err) {
+		if !w.outcomesDenied(w.writeBase, queue, len(batch), err) && !w.writeLockedOut(queue, batch, written, err) && !w.c.quiet(err) {
 			w.c.log.Warn(w.c.advised("pgbus: writing outcomes failed; retrying", err), "queue", queue, "count", len(batch), "err", err, "in", delay.String())
 		}
 		if guard.locked {

@@ -509,7 +509,7 @@ func (w *queueWorker) extendHeld(ctx context.Context, vt time.Duration) bool {
 			})
 			if err != nil {
 				ok = false
-				if ctx.Err() == nil && !w.heartbeatLockedOut(queue, len(chunk), err) && !w.c.outage.failed(err) {
+				if ctx.Err() == nil && !w.heartbeatLockedOut(queue, len(chunk), err) && !w.c.quiet(err) {
 					w.c.log.Warn(w.c.advised("pgbus: visibility heartbeat failed", err), "queue", queue, "err", err)
 				}
 				continue
@@ -814,7 +814,7 @@ func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time
 		}
 	}
 	if err != nil {
-		if !w.c.outage.failed(err) {
+		if !w.c.quiet(err) {
 			w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
 		}
 		return 0, false, time.Time{}
@@ -854,7 +854,7 @@ func (w *queueWorker) wakeProbeHolds(name string, probeUntil time.Time) {
 	defer cancel()
 	n, err := w.c.store.WakeProbeHolds(ctx, name, probeUntil)
 	if err != nil {
-		if !w.c.outage.failed(err) {
+		if !w.c.quiet(err) {
 			w.c.log.Warn("pgbus: could not wake the jobs a circuit breaker held while its probe ran; they wait until the probe would have been taken for lost, or run them now with a reset of the breaker",
 				"breaker", name, "woken", n, "held_until", probeUntil, "err", err)
 		}
@@ -875,6 +875,9 @@ func (w *queueWorker) releaseProbe(name string, probeUntil time.Time) {
 	defer cancel()
 	change, err := w.c.store.ReleaseBreakerProbe(ctx, name, probeUntil)
 	if err != nil {
+		if w.c.quiet(err) {
+			return
+		}
 		w.c.log.Warn("pgbus: could not give back the probe of a circuit breaker; the next probe waits until this one is taken for lost", "breaker", name, "err", err)
 		return
 	}
@@ -908,7 +911,7 @@ func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe b
 		}
 	}
 	if err != nil {
-		if !w.c.outage.failed(err) {
+		if !w.c.quiet(err) {
 			w.c.log.Warn("pgbus: could not update circuit breaker", "breaker", name, "err", err)
 		}
 		return

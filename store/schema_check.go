@@ -87,6 +87,27 @@ func IsPermissionDenied(err error) bool {
 	return errors.Is(err, ErrPermission) || errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
+// SchemaGone reports whether err is, or wraps, a statement's failure for
+// want of what pgbus's schema holds: a table, function or the schema
+// pgbus itself that does not exist (SQLSTATE 42P01, 42883 or 3F000, naming
+// pgbus's), as when the schema is dropped under running workers, or a
+// restore left it out. Migrating the database makes it again; its rows
+// come back only from a backup. It is not ErrSchemaMissing, which
+// CheckSchema finds before anything runs.
+func SchemaGone(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	switch pgErr.Code {
+	case "42P01", "42883":
+		return strings.Contains(pgErr.Message, "pgbus.")
+	case "3F000":
+		return strings.Contains(pgErr.Message, "pgbus")
+	}
+	return false
+}
+
 // CheckSchema reports the database's schema version without changing
 // anything: it reads the catalogs and pgbus.schema_migrations in a
 // read-only transaction and takes no lock beyond what a SELECT takes, so a
