@@ -566,12 +566,24 @@ func noteLastID(ctx context.Context, tx pgx.Tx, name string) error {
 		}
 		return nil
 	}
+	// A table may be gone while PGMQ still lists the queue (a restore
+	// that left the tables out): what is there is read.
+	var table, archive bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL`,
+		queueTable(name), archiveTable(name)).Scan(&table, &archive); err != nil {
+		return fmt.Errorf("store: drop queue %q: %w", name, err)
+	}
+	highest := []string{"0"}
+	if table {
+		highest = append(highest, `(SELECT last_value FROM pg_catalog.pg_sequences
+				WHERE format('%I.%I', schemaname, sequencename) = pg_get_serial_sequence($2, 'msg_id'))`,
+			`(SELECT max(msg_id) FROM `+queueTable(name)+`)`)
+	}
+	if archive {
+		highest = append(highest, `(SELECT max(msg_id) FROM `+archiveTable(name)+`)`)
+	}
 	_, err := tx.Exec(ctx, `INSERT INTO pgbus.queue_id_floors (queue_name, last_id)
-		SELECT $1, greatest(
-			(SELECT last_value FROM pg_catalog.pg_sequences
-				WHERE format('%I.%I', schemaname, sequencename) = pg_get_serial_sequence($2, 'msg_id')),
-			(SELECT max(msg_id) FROM `+queueTable(name)+`),
-			(SELECT max(msg_id) FROM `+archiveTable(name)+`), 0)
+		SELECT $1::text, greatest(`+strings.Join(highest, ", ")+`) WHERE $2::text IS NOT NULL
 		ON CONFLICT (queue_name) DO UPDATE SET last_id = greatest(pgbus.queue_id_floors.last_id, excluded.last_id)`,
 		name, queueTable(name))
 	if err != nil {
