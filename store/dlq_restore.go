@@ -72,7 +72,10 @@ type RestoreReport struct {
 
 // sqlRetryOriginal is true for the archived row a of DLQ $2 that is the
 // original of a retry with a corrected payload. Such a retry marks it in
-// the history under the DLQ and its id; an original kept before that
+// the history under the DLQ and its id (a row of class
+// PayloadReplacedClass whose text begins with retryMarkPrefix: the
+// corrected message's own note has the same class, and follows it back
+// into the DLQ under its new id when it dies again); an original kept before that
 // mark was written has no history there (the retry took it along) and
 // is named by the note the retry left on the corrected message, while
 // that message is still known. The CASE evaluates in order, so the note
@@ -86,13 +89,17 @@ type RestoreReport struct {
 // begin so. starts_with says it of the whole message.
 const sqlRetryOriginal = `CASE
 	WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $2::text AND f.msg_id = a.msg_id
-		AND f.error_class = '` + PayloadReplacedClass + `') THEN true
+		AND f.error_class = '` + PayloadReplacedClass + `' AND starts_with(f.error_message, '` + retryMarkPrefix + `')) THEN true
 	WHEN EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.queue_name = $2::text AND f.msg_id = a.msg_id) THEN false
 	ELSE EXISTS (SELECT 1 FROM pgbus.failures f WHERE f.error_class = '` + PayloadReplacedClass + `'
 		AND left(f.error_message, 256) COLLATE "C" >= ($3::text || a.msg_id || ')')
 		AND left(f.error_message, 256) COLLATE "C" < ($3::text || a.msg_id || '*')
 		AND starts_with(f.error_message, $3::text || a.msg_id || ')'))
 	END`
+
+// retryMarkPrefix is how the mark of the original of a retry with a
+// corrected payload begins (deadRetrySQL), as every version wrote it.
+const retryMarkPrefix = "retried with a corrected payload as message "
 
 // replacedNotePrefix is how the note of a retry with a corrected payload
 // begins for an original kept in dlq's archive, up to its id.

@@ -380,3 +380,39 @@ func TestDiscardedListWithAnUnreadableDeadTime(t *testing.T) {
 		t.Errorf("listed %+v; want no dead time, and its error class and archive time", it)
 	}
 }
+
+// A message retried with a corrected payload that dies again carries the
+// note of its correction into the DLQ under its new id; discarded, it is
+// no original of a retry but the corrected message itself, and is
+// restored. Its original stays refused.
+func TestRestoreCorrectedMessageDeadAgain(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	dlq := store.DLQName(q)
+	original := deadN(t, s, q, 1, "k", "BadInput", store.ReasonNonRetryable)[0]
+	r, err := s.RetryDead(ctx, dlq, []int64{original}, store.RetryOptions{Payload: json.RawMessage(`{"fixed":true}`)})
+	if err != nil || r.Retried != 1 {
+		t.Fatalf("retry with a corrected payload = %+v, %v", r, err)
+	}
+	corrected := deadIDs(t, s, q, dlq, []int64{r.Moved[0].MsgID}, "Timeout", store.ReasonMaxRetriesExceeded)[0]
+	if n, err := s.DiscardDead(ctx, dlq, []int64{corrected}); err != nil || n != 1 {
+		t.Fatalf("discard = %d, %v", n, err)
+	}
+	listed, err := s.ListDiscarded(ctx, dlq, store.DiscardedFilter{}, "", 10)
+	if err != nil || len(listed.Items) != 2 {
+		t.Fatalf("list = %+v, %v; want the original and the corrected message", listed.Items, err)
+	}
+	for _, it := range listed.Items {
+		if want := it.MsgID == original; it.RetryOriginal != want {
+			t.Errorf("message %d listed with RetryOriginal %v, want %v (original %d, corrected %d)", it.MsgID, it.RetryOriginal, want, original, corrected)
+		}
+	}
+	rep, err := s.RestoreDead(ctx, dlq, []int64{original, corrected}, false)
+	if err != nil || !slices.Equal(rep.Restored, []int64{corrected}) {
+		t.Fatalf("restore = %+v, %v; want %d restored", rep, err, corrected)
+	}
+	wantRefused(t, rep, original, store.RestoreRetryOriginal)
+	wantCounted(t, s, dlq, 1)
+}

@@ -859,7 +859,7 @@ func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceCo
 		-- The rekey above does not see it (one snapshot for the statement).
 		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, kind, error_class, error_message)
 		SELECT $4::text, d.msg_id, 0, coalesce(d.headers->>'` + HeaderKind + `', d.message->>'job_class', ''),
-			'` + PayloadReplacedClass + `', 'retried with a corrected payload as message ' || ins.msg_id || ' of ' || $3::text || '; this original is kept to be read, not restored'
+			'` + PayloadReplacedClass + `', '` + retryMarkPrefix + `' || ins.msg_id || ' of ' || $3::text || '; this original is kept to be read, not restored'
 		FROM d, ins
 	)`
 	}
