@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -272,19 +273,22 @@ func printOutputs(w io.Writer, history []ops.Failure) {
 	}
 }
 
+// indentJSON is raw indented after prefix, its numbers and text as
+// written (decoded and encoded again, an integer past float64's precision
+// would be rounded, 1.0 shortened to 1, < written \u003c); JSON too deep
+// to indent, or none, is raw as it is.
 func indentJSON(raw json.RawMessage, prefix string) string {
 	if len(raw) == 0 {
 		return prefix + "null"
 	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil || jsonDepth(raw) > maxIndentDepth {
+	if jsonDepth(raw) > maxIndentDepth {
 		return prefix + string(raw)
 	}
-	out, err := json.MarshalIndent(v, prefix, "  ")
-	if err != nil {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, prefix, "  "); err != nil {
 		return prefix + string(raw)
 	}
-	return prefix + string(out)
+	return prefix + b.String()
 }
 
 // printRetry prints what a retry did.
