@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -9,7 +8,8 @@ import (
 )
 
 // visible is s with every character that would reorder or hide what a page
-// shows written as its \uXXXX escape, as the command line writes it: the
+// shows written as its \uXXXX escape (a surrogate pair above U+FFFF,
+// hiddenchar.AppendEscape), as the command line writes it: the
 // bidirectional controls (U+202E, the right-to-left override, shows the
 // text after it reversed, "1_tixe.cexe"), the invisible characters that
 // make two names that read alike differ, and the control characters but
@@ -28,7 +28,7 @@ func visible(s string) string {
 	b.WriteString(s[:i])
 	for _, r := range s[i:] {
 		if unsafeOnPage(r) {
-			fmt.Fprintf(&b, `\u%04x`, r)
+			b.Write(hiddenchar.AppendEscape(nil, r))
 			continue
 		}
 		b.WriteRune(r)

@@ -730,7 +730,7 @@ func TestLabelValuesRedactedAndEscaped(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	const secret = "hunter2secret"
-	kind := "job password=" + secret + " \x1b[31mred\u202e"
+	kind := "job password=" + secret + " \x1b[31mred\u202e\U000E0041"
 	err := classed{"auth token=" + secret + "x\u202e"}
 	for range 2 { // the second from the labels' cache
 		m.JobFinished(context.Background(), &engine.Job{Queue: "q", Kind: kind}, engine.Finish{Outcome: engine.OutcomeDeadLettered,
@@ -746,10 +746,10 @@ func TestLabelValuesRedactedAndEscaped(t *testing.T) {
 		t.Fatal(rerr)
 	}
 	text := string(body)
-	if strings.Contains(text, secret) || strings.ContainsAny(text, "\x1b\u202e") {
+	if strings.Contains(text, secret) || strings.ContainsAny(text, "\x1b\u202e\U000E0041") {
 		t.Fatalf("/metrics shows a secret or a hidden character:\n%s", text)
 	}
-	for _, want := range []string{`kind="job password=` + ops.Redacted, `\\u001b[31mred\\u202e",outcome="dead_lettered",queue="q",reason="non_retryable_error"} 2`, `error_class="auth token=` + ops.Redacted} {
+	for _, want := range []string{`kind="job password=` + ops.Redacted, `\\u001b[31mred\\u202e\\udb40\\udc41",outcome="dead_lettered",queue="q",reason="non_retryable_error"} 2`, `error_class="auth token=` + ops.Redacted} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, text)
 		}

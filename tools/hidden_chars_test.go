@@ -18,8 +18,8 @@ func TestToolsEscapeCharactersThatHideText(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, ops.Options{AllowPayloads: true})
 	q := newQueue(t, e.st)
-	const message = "refund of \u202eDSU 001\u202c to acct\u200b42 refused"
-	ids := pgtest.DeadLetter(t, e.st, q, pgtest.DeadSpec{Kind: "refund", Message: message, Payload: `{"note": "pay \u202eevil\u202c now"}`})
+	const message = "refund of \u202eDSU 001\u202c to acct\u200b42 refused\U000E0049\U000E0047"
+	ids := pgtest.DeadLetter(t, e.st, q, pgtest.DeadSpec{Kind: "refund", Message: message, Payload: `{"note": "pay \u202eevil\u202c now\udb40\udc41"}`})
 	for _, c := range []struct {
 		tool string
 		args map[string]any
@@ -33,18 +33,18 @@ func TestToolsEscapeCharactersThatHideText(t *testing.T) {
 		if res.IsError {
 			t.Fatalf("%s: tool error: %s", c.tool, text)
 		}
-		if strings.ContainsAny(text, "\u202e\u202c\u200b") {
+		if strings.ContainsAny(text, "\u202e\u202c\u200b\U000E0049\U000E0041") {
 			t.Errorf("%s: its text holds hidden characters as they are: %s", c.tool, text)
 		}
-		if !strings.Contains(text, `\u202e`) || !strings.Contains(text, `\u200b`) {
-			t.Errorf("%s: its text does not show the override and the zero-width space escaped: %s", c.tool, text)
+		if !strings.Contains(text, `\u202e`) || !strings.Contains(text, `\u200b`) || !strings.Contains(text, `\udb40\udc49\udb40\udc47`) {
+			t.Errorf("%s: its text does not show the override, the zero-width space and the tag characters escaped: %s", c.tool, text)
 		}
 	}
 	shown := callOK[ops.DeadMessage](t, e, "pgbus_dlq_show", map[string]any{"msg_id": ids[0], "queue": q, "include_payload": true})
 	if shown.DeadLetter == nil || shown.DeadLetter.ErrorMessage != message {
 		t.Errorf("the error read back from the JSON is %+v; want %q as sent", shown.DeadLetter, message)
 	}
-	if !strings.Contains(string(shown.Payload), "pay \u202eevil\u202c now") && !strings.Contains(string(shown.Payload), `pay \u202eevil\u202c now`) {
+	if !strings.Contains(string(shown.Payload), "pay \u202eevil\u202c now\U000E0041") && !strings.Contains(string(shown.Payload), `pay \u202eevil\u202c now\udb40\udc41`) {
 		t.Errorf("the payload read back is %s; want its note as sent", shown.Payload)
 	}
 }

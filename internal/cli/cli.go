@@ -354,7 +354,8 @@ func partialTail(p []byte) int {
 // starts an escape sequence too), and the bidirectional controls that
 // reorder what a terminal shows (U+202E, the right-to-left override, can
 // make a table's row read otherwise than it is), and the invisible ones
-// (U+200B, the zero-width space). Text from the database,
+// (U+200B, the zero-width space; the tag characters, U+E0041 written as
+// its surrogate pair \udb40\udc41: hiddenchar). Text from the database,
 // a job's kind or an error message another client wrote, then cannot
 // drive or disguise the terminal it is printed on; within a JSON string
 // the escape means the same character, so --json output keeps its data
@@ -382,7 +383,7 @@ func terminalSafe(p []byte) []byte {
 		if r == -1 {
 			out = fmt.Appendf(out, `\x%02x`, p[i])
 		} else {
-			out = fmt.Appendf(out, `\u%04x`, r)
+			out = hiddenchar.AppendEscape(out, r)
 		}
 		i += size
 	}

@@ -27,6 +27,10 @@ func TestTerminalSafe(t *testing.T) {
 		"\u2066isolates\u2069 \u200e\u200f \u061c": `\u2066isolates\u2069 \u200e\u200f \u061c`,
 		"emoji 👍🏽 and \u200d joiner, עברית":        "emoji 👍🏽 and \u200d joiner, עברית",
 		"or\u200bders \u2060 \ufeff":               `or\u200bders \u2060 \ufeff`,
+		// Tag characters, which carry text unseen to a model, and the other
+		// invisible ones; above U+FFFF as a surrogate pair, as JSON reads it.
+		"tag \U000E0041\U000E0042 \U000E007F end":          `tag \udb40\udc41\udb40\udc42 \udb40\udc7f end`,
+		"soft\u00adhyphen \u2062 \u180e \ufe0f \U000E0100": `soft\u00adhyphen \u2062 \u180e \ufe0f \udb40\udd00`,
 	} {
 		if got := string(terminalSafe([]byte(in))); got != want {
 			t.Errorf("terminalSafe(%q) = %q, want %q", in, got, want)
