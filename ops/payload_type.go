@@ -84,9 +84,14 @@ func quotedJSON(raw json.RawMessage) json.RawMessage {
 // both ways: a correction of null is asked for in so many words (and
 // never a slip of quoting), and a dead message whose payload is null
 // takes a correction of any type but quoted JSON, since null says nothing
-// of what its job expects. dlq holds the message (located), req is the
+// of what its job expects. A correction the database cannot store (a
+// number past what jsonb holds) is refused first, as the caller's to
+// change, as a send of it is. dlq holds the message (located), req is the
 // retry.
 func (s *Service) checkPayloadType(ctx context.Context, req DLQRetryRequest, dlq string, id int64) error {
+	if err := s.store.CheckCorrectedPayload(ctx, req.Payload); err != nil {
+		return err
+	}
 	was, kind, err := s.store.DeadPayloadType(ctx, dlq, id)
 	if errors.Is(err, ErrNotFound) {
 		// Gone meanwhile: the retry finds it gone too, and says so as

@@ -34,6 +34,39 @@ func validateRetryPayload(p json.RawMessage, n int) error {
 	return nil
 }
 
+// correctedUnstorable is err, that of a statement writing corrected
+// payload, as the caller's to change when PostgreSQL cannot store the
+// payload (cannotStore); nil for any other error.
+func correctedUnstorable(err error) error {
+	if why, ok := cannotStore(err); ok {
+		return invalidf("retry with a corrected payload: PostgreSQL cannot store the corrected payload: %s; make the number or value smaller, or give it as a string", why)
+	}
+	return nil
+}
+
+// CheckCorrectedPayload refuses, in RetryDead's words and without
+// writing anything, a corrected payload for one message that RetryDead
+// would refuse: one over MaxPayloadBytes, invalid JSON, text PostgreSQL
+// cannot take, or a value it cannot store as jsonb (a number past what
+// its numeric holds), which it asks the database. Nil for a payload it
+// would take, or none.
+func (s *Store) CheckCorrectedPayload(ctx context.Context, p json.RawMessage) error {
+	if len(p) == 0 {
+		return nil
+	}
+	if err := validateRetryPayload(p, 1); err != nil {
+		return err
+	}
+	_, err := s.reads.Exec(ctx, `SELECT $1::text::jsonb IS NULL`, string(p))
+	if e := correctedUnstorable(err); e != nil {
+		return e
+	}
+	if err != nil {
+		return fmt.Errorf("store: check the corrected payload: %w", err)
+	}
+	return nil
+}
+
 func newRetryReport(opts RetryOptions) RetryReport {
 	return RetryReport{DryRun: opts.DryRun, Moved: []RetriedMessage{}}
 }
@@ -101,6 +134,13 @@ func (s *Store) RetryDead(ctx context.Context, dlq string, ids []int64, opts Ret
 	ids = deadUniqueIDs(ids)
 	if err := validateRetryPayload(opts.Payload, len(ids)); err != nil {
 		return rep, err
+	}
+	if opts.DryRun {
+		// The retry's statement would refuse a value the database cannot
+		// store; a dry run says so without it.
+		if err := s.CheckCorrectedPayload(ctx, opts.Payload); err != nil {
+			return rep, err
+		}
 	}
 	for start := 0; start < len(ids); start += deadBatch {
 		chunk := ids[start:min(start+deadBatch, len(ids))]
@@ -656,7 +696,7 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts Ret
 		if cerr := br.Close(); err == nil {
 			err = cerr
 		}
-		return id, retriedOrWhy(err, r, target)
+		return id, retriedOrWhy(err, r, target, opts.Payload)
 	}
 	// As s.db does for one statement: once more on a checked connection
 	// when the first was dead and nothing was sent, and again when it
@@ -698,15 +738,18 @@ func lockDeadKey(ctx context.Context, tx pgx.Tx, r deadRef, target string) error
 func deadRetryOne(ctx context.Context, q rowQuerier, r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline, notify bool) (int64, error) {
 	sql, args := deadRetrySQL(r, target, payload, tc, clearDeadline, notify)
 	var id int64
-	return id, retriedOrWhy(q.QueryRow(ctx, sql, args...).Scan(&id), r, target)
+	return id, retriedOrWhy(q.QueryRow(ctx, sql, args...).Scan(&id), r, target, payload)
 }
 
 // retriedOrWhy is the error of a retry's statement, err, in words: the
-// message gone when it returned no row.
-func retriedOrWhy(err error, r deadRef, target string) error {
+// message gone when it returned no row; with a corrected payload, one
+// PostgreSQL cannot store refused as the caller's to change.
+func retriedOrWhy(err error, r deadRef, target string, payload json.RawMessage) error {
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return deadGoneErr(r.dlq, r.id)
+	case len(payload) > 0 && correctedUnstorable(err) != nil:
+		return correctedUnstorable(err)
 	case err != nil:
 		return fmt.Errorf("store: retry message %d from %q into %q: %w", r.id, r.dlq, target, err)
 	}

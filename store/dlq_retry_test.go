@@ -397,3 +397,19 @@ func TestRetryCancelledMidPageCountsWhatMoved(t *testing.T) {
 		t.Fatalf("cancelled retry = %d retried (%d listed), %v; want context.Canceled and the %d moved counted", rep.Retried, len(rep.Moved), err, moved)
 	}
 }
+
+// A corrected payload PostgreSQL cannot store (a number past what jsonb's
+// numeric holds) is the caller's to change: RetryDead refuses it as
+// invalid, and the message stays dead.
+func TestRetryDeadPayloadPostgreSQLCannotStore(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids := deadN(t, s, q, 1, "k", "BadInput", store.ReasonNonRetryable)
+	rep, err := s.RetryDead(ctx, store.DLQName(q), ids, store.RetryOptions{Payload: json.RawMessage(`{"a":1e200000}`)})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "PostgreSQL cannot store the corrected payload") || rep.Retried != 0 {
+		t.Fatalf("retry = %+v, %v; want it refused as invalid", rep, err)
+	}
+	wantCounted(t, s, store.DLQName(q), 1)
+}

@@ -320,11 +320,22 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 // cannot store (a number beyond what jsonb holds, a value past its size
 // limits) as the caller's to change, not the server's trouble.
 func sendErr(err error, queue string) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "22003" || pgErr.Code == "54000") {
-		return invalidf("send to %q: PostgreSQL cannot store the message: %s; make the number or value smaller, or send it as a string", queue, pgErr.Message)
+	if why, ok := cannotStore(err); ok {
+		return invalidf("send to %q: PostgreSQL cannot store the message: %s; make the number or value smaller, or send it as a string", queue, why)
 	}
 	return queueErr(err, "send to", queue)
+}
+
+// cannotStore tells whether err is PostgreSQL's refusal of a value it
+// cannot store as jsonb (a number past what its numeric holds, SQLSTATE
+// 22003; a value past a size limit, 54000), and why in its words: the
+// caller's to change, not the server's trouble.
+func cannotStore(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "22003" || pgErr.Code == "54000") {
+		return pgErr.Message, true
+	}
+	return "", false
 }
 
 // insertSQL is the one statement that sends a batch, notifying listeners in
