@@ -5,16 +5,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/ops"
 	"github.com/pgbus/pgbus/resources"
 )
@@ -81,6 +86,8 @@ func (d frontDoor) answer(ctx context.Context, raw []byte) mcp.JSONRPCMessage {
 		case mcp.MethodResourcesRead:
 			return checkReadForm(id, msg)
 		}
+	case mcp.MethodToolsCall:
+		return d.numberPastFloat64(id, raw, msg.Params)
 	case mcp.MethodInitialize:
 		// Params mcp-go cannot read, in mcp-go's words, as invalid
 		// params: mcp-go answers them as an invalid request.
@@ -385,4 +392,92 @@ func sseDoor(h *server.SSEServer, door frontDoor, next http.Handler) http.Handle
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// numberPastFloat64 refuses, as invalid params, a tools/call request raw
+// (params its params) holding a number past a 64-bit float's range
+// (1e400): mcp-go reads the arguments as numbers of that size too, and
+// answers an invalid request quoting Go's types. The refusal names the
+// argument, and says to send the number as a string; for a corrected
+// payload of pgbus_dlq_retry, which the database stores such a number in,
+// it names the command an operator runs to retry with it from a file,
+// with the server's global flags (tools.Deps.CommandFlags).
+// Nil for a request mcp-go reads.
+func (d frontDoor) numberPastFloat64(id mcp.RequestId, raw []byte, params json.RawMessage) mcp.JSONRPCMessage {
+	var te *json.UnmarshalTypeError
+	if err := json.Unmarshal(raw, new(mcp.CallToolRequest)); err == nil || !errors.As(err, &te) || !strings.HasPrefix(te.Value, "number") {
+		return nil
+	}
+	var p any
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.UseNumber()
+	if dec.Decode(&p) != nil {
+		return nil
+	}
+	path, number := pastFloat64(p, "")
+	if path == "" {
+		return nil
+	}
+	where := "params." + path
+	argument, isArgument := strings.CutPrefix(path, "arguments.")
+	if isArgument {
+		where = "argument " + argument
+	}
+	text := fmt.Sprintf("pgbus: %s is the number %s, past what a JSON client reads as a number (a 64-bit float, up to about 1.8e308): nothing was done; send it as a string (%q)",
+		where, clip(number), clip(number))
+	call, _ := p.(map[string]any)
+	if name, _ := call["name"].(string); name == "pgbus_dlq_retry" && isArgument && (argument == "payload" || strings.HasPrefix(argument, "payload.") || strings.HasPrefix(argument, "payload[")) {
+		args, _ := call["arguments"].(map[string]any)
+		text += ", or, for a corrected payload that must hold it as a number, write the payload to a file, payload.json, and ask an operator to retry with it on the command line: " +
+			vocab.WithFlags(vocab.Command(ops.Hint{Op: ops.OpDLQRetry, Args: retryFromFile(args)}), flagsOf(d.s))
+	}
+	return invalidParams(id, text)
+}
+
+// pastFloat64 returns where in v, a JSON value read with UseNumber, the
+// first number past a 64-bit float's range is (path below at, "a.b[2]"),
+// and the number; "" when there is none. Object keys are looked at in
+// order, so that the same call names the same number.
+func pastFloat64(v any, at string) (string, string) {
+	switch v := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+			return at, string(v)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			below := k
+			if at != "" {
+				below = at + "." + k
+			}
+			if path, n := pastFloat64(v[k], below); path != "" {
+				return path, n
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if path, n := pastFloat64(e, fmt.Sprintf("%s[%d]", at, i)); path != "" {
+				return path, n
+			}
+		}
+	}
+	return "", ""
+}
+
+// retryFromFile is the arguments of the retry, from a file, of the call
+// whose arguments are args: its one id and its queue when they are
+// usable, else places for them.
+func retryFromFile(args map[string]any) map[string]any {
+	out := map[string]any{"ids": "ID", "payload": "@payload.json"}
+	if ids, _ := args["ids"].([]any); len(ids) == 1 {
+		if n, ok := ids[0].(json.Number); ok {
+			if id, err := n.Int64(); err == nil && id > 0 {
+				out["ids"] = []int64{id}
+			}
+		}
+	}
+	if q, _ := args["queue"].(string); q != "" && ops.CheckQueueName(q) == nil {
+		out["queue"] = q
+	}
+	return out
 }

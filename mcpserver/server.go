@@ -15,7 +15,9 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -114,7 +116,20 @@ func New(deps tools.Deps, opts Options) (*server.MCPServer, error) {
 	newResourceWatch(deps.Ops, opts.ResourcePoll, log).attach(s, hooks)
 	tools.Register(s, deps, hooks)
 	resources.Register(s, deps)
+	commandFlags.Store(weak.Make(s), deps.CommandFlags)
 	return s, nil
+}
+
+// commandFlags holds, for each server New made, the global flags the
+// commands it names carry (tools.Deps.CommandFlags), for the messages
+// frontDoor answers: keyed by a weak pointer, it keeps no server alive.
+var commandFlags sync.Map
+
+// flagsOf is the global flags of the commands s names.
+func flagsOf(s *server.MCPServer) string {
+	flags, _ := commandFlags.Load(weak.Make(s))
+	str, _ := flags.(string)
+	return str
 }
 
 // Instructions is the text sent to clients on initialize: where an agent
