@@ -221,3 +221,36 @@ func TestSendBatchIsObserved(t *testing.T) {
 		t.Errorf("%d messages carry the observer's header, want 3", n)
 	}
 }
+
+// A message of a batch the store refuses before writing (a payload with
+// NUL, over the size limit or not JSON, headers with NUL) is a
+// *BatchMessageError holding its index, as every other refusal of one
+// message of a batch is; the text names the index once. A single send's
+// refusal names no message, having only one.
+func TestSendBatchStoreRefusalIsBatchMessageError(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s, nil)
+	c := pgtest.NewClient(t, s, q, nil)
+	big := json.RawMessage(`"` + strings.Repeat("x", store.MaxPayloadBytes) + `"`)
+	for name, bad := range map[string]engine.BatchMessage{
+		"NUL in the payload": {Payload: json.RawMessage(`{"a":"\u0000"}`)},
+		"payload over 8 MiB": {Payload: big},
+		"payload not JSON":   {Payload: json.RawMessage(`{"a":`)},
+		"NUL in a header":    {Payload: 1, Options: engine.SendOptions{Headers: map[string]any{"h": "a\x00b"}}},
+	} {
+		_, err := c.SendBatch(ctx, q, []engine.BatchMessage{{Payload: 1}, bad, {Payload: 3}})
+		var be *engine.BatchMessageError
+		if !errors.Is(err, store.ErrInvalid) || !errors.As(err, &be) || be.Index != 1 || strings.Count(err.Error(), "index 1") != 1 {
+			t.Errorf("%s: SendBatch: %v; want a *BatchMessageError of ErrInvalid at index 1, named once", name, err)
+		}
+		_, err = c.Send(ctx, q, bad.Payload, bad.Options)
+		if !errors.Is(err, store.ErrInvalid) || errors.As(err, &be) || strings.HasPrefix(err.Error(), "message:") || strings.Contains(err.Error(), "index") {
+			t.Errorf("%s: Send: %v; want ErrInvalid naming no message", name, err)
+		}
+	}
+	if n := pgtest.Live(t, s, q); n != 0 {
+		t.Fatalf("%d messages, want none", n)
+	}
+}

@@ -201,12 +201,16 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 // refused (a number beyond what jsonb holds): the batch's statement fails
 // on it without saying which, so the store is asked, message by message,
 // which one it refuses; that costs a round trip on this failure only.
-// Every other refusal of a batch names its message already, or is the
-// whole batch's: too many idempotency keys, or (in the caller's
+// The store's own refusal of a message (a *store.MessageError) becomes a
+// *BatchMessageError holding its index. Every other refusal of a batch
+// names its message already, or is the whole batch's: too many idempotency keys, or (in the caller's
 // transaction, which a value refused aborts) the transaction itself.
 func (c *Client) nameRefused(ctx context.Context, fn string, built []store.TxMessage, err error) error {
-	if len(built) < 2 || !errors.Is(err, store.ErrInvalid) || strings.Contains(err.Error(), "the batch's message at index ") ||
-		fn != "SendBatch" && !errors.Is(err, store.ErrTxFailed) {
+	if me, ok := errors.AsType[*store.MessageError](err); ok {
+		// The store's refusal of one message, before anything was written.
+		return &BatchMessageError{Index: me.Index, Err: me.Err}
+	}
+	if len(built) < 2 || !errors.Is(err, store.ErrInvalid) || fn != "SendBatch" && !errors.Is(err, store.ErrTxFailed) {
 		return err
 	}
 	keys := map[[2]string]bool{}

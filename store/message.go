@@ -174,33 +174,53 @@ func validateClaims(op, queue string, claims []Claim) error {
 	return nil
 }
 
+// MessageError is the refusal (ErrInvalid) of one message of a batch of
+// more than one, before anything is written: Index is its place in the
+// batch, Err what is wrong with it.
+type MessageError struct {
+	Index int
+	Err   error
+}
+
+func (e *MessageError) Error() string {
+	return fmt.Sprintf("the batch's message at index %d: %v", e.Index, e.Err)
+}
+
+func (e *MessageError) Unwrap() error { return e.Err }
+
+// validateNewMessage refuses m, the message at index i of a batch (-1 for
+// a message sent alone), as a *MessageError naming i in a batch.
 func validateNewMessage(i int, m NewMessage) error {
-	where := "message"
-	if i >= 0 {
-		where = fmt.Sprintf("the batch's message at index %d", i)
+	err := validateMessage(m)
+	if err != nil && i >= 0 {
+		return &MessageError{Index: i, Err: err}
 	}
+	return err
+}
+
+func validateMessage(m NewMessage) error {
 	if len(m.Payload) == 0 {
-		return invalidf("%s: payload is empty; send any JSON value, for example {} or null", where)
+		return invalidf("payload is empty; send any JSON value, for example {} or null")
 	}
 	if len(m.Payload) > MaxPayloadBytes {
-		return invalidf("%s: payload is %d bytes; at most %d are allowed: store large data elsewhere and send a reference", where, len(m.Payload), MaxPayloadBytes)
+		return invalidf("payload is %d bytes; at most %d are allowed: store large data elsewhere and send a reference", len(m.Payload), MaxPayloadBytes)
 	}
 	if err := JSONError(m.Payload); err != nil {
-		return invalidf("%s: payload is not valid JSON: %v", where, err)
+		return invalidf("payload is not valid JSON: %v", err)
 	}
 	if why := CheckJSONText(m.Payload); why != "" {
-		return invalidf("%s: payload cannot be stored: %s", where, why)
+		return invalidf("payload cannot be stored: %s", why)
 	}
 	// The key before the headers: the engine puts it in the headers too,
 	// so a key too long for them was refused as headers too long, which
 	// named neither the key nor its own limit.
 	if len(m.IdempotencyKey) > MaxIdempotencyKeyBytes || !utf8.ValidString(m.IdempotencyKey) || strings.ContainsRune(m.IdempotencyKey, 0) {
-		return invalidf("%s: idempotency key must be valid UTF-8 without NUL, at most %d bytes", where, MaxIdempotencyKeyBytes)
+		return invalidf("idempotency key must be valid UTF-8 without NUL, at most %d bytes", MaxIdempotencyKeyBytes)
 	}
-	if err := validateHeaders(where, m.Headers); err != nil {
+	if err := validateHeaders(m.Headers); err != nil {
 		return err
 	}
-	return validateDuration(where+": delay", m.Delay, 0, MaxDelay)
+	return validateDuration("delay", m.Delay, 0, MaxDelay)
 }
 
 // MaxJSONDepth is how deeply a payload's arrays and objects may nest:
@@ -226,19 +246,19 @@ func JSONError(raw []byte) error {
 	return err
 }
 
-func validateHeaders(where string, h json.RawMessage) error {
+func validateHeaders(h json.RawMessage) error {
 	if len(h) == 0 {
 		return nil
 	}
 	if len(h) > MaxHeadersBytes {
-		return invalidf("%s: headers are %d bytes; at most %d are allowed: headers name and route a message, so put large values in its payload", where, len(h), MaxHeadersBytes)
+		return invalidf("headers are %d bytes; at most %d are allowed: headers name and route a message, so put large values in its payload", len(h), MaxHeadersBytes)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(h, &obj); err != nil || obj == nil {
-		return invalidf("%s: headers must be a JSON object such as {\"pgbus_kind\":\"email\"}", where)
+		return invalidf("headers must be a JSON object such as {\"pgbus_kind\":\"email\"}")
 	}
 	if why := CheckJSONText(h); why != "" {
-		return invalidf("%s: headers cannot be stored: %s", where, why)
+		return invalidf("headers cannot be stored: %s", why)
 	}
 	return nil
 }
