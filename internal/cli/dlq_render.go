@@ -156,6 +156,7 @@ func (a *app) writeDeadList(w io.Writer, page ops.DLQList, cursor string) error 
 // writeDeadMessage prints pgbus dlq show.
 func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) error {
 	fmt.Fprintf(w, "dead message %d in %s\n", m.MsgID, m.DLQ)
+	cut := 0 // error messages shortened to fit their cells
 	kv := newTable(w)
 	kv.row("kind:", dash(m.Kind))
 	if b := m.DeadLetter; b != nil {
@@ -174,10 +175,16 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		if b.ErrorClass != "" {
 			kv.row("error class:", b.ErrorClass)
 			kv.row("error:", b.ErrorMessage)
+			if utf8.RuneCountInString(b.ErrorMessage) > maxCell {
+				cut++
+			}
 			kv.row("error attempt:", fmt.Sprintf("%d at %s", b.ErrorAttempt, stamp(b.ErrorRecordedAt)))
 		} else if p := b.PreviousTripError; p != nil {
 			kv.row("error:", "none recorded on this trip (a deadline, lost claims, or a worker that crashed mid-run)")
 			kv.row("previous trip's error:", fmt.Sprintf("%s: %s (attempt %d at %s, before the last retry out of a DLQ)", p.ErrorClass, p.ErrorMessage, p.ErrorAttempt, stamp(p.ErrorRecordedAt)))
+			if utf8.RuneCountInString(p.ErrorMessage) > maxCell-80 {
+				cut++
+			}
 		} else {
 			kv.row("error:", "none recorded (a deadline, or a worker that crashed mid-run)")
 		}
@@ -212,7 +219,10 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		fmt.Fprintln(w, "failures:")
 		t := newTable(w, "  #", "AT", "KIND", "RAN", "ERROR CLASS", "ERROR")
 		for _, f := range m.History {
-			t.row(attemptLabel(f), failedAt(f), dash(f.Kind), ran(f), f.ErrorClass, messageCell(f.ErrorMessage, 100))
+			t.row(attemptLabel(f), failedAt(f), dash(f.Kind), ran(f), f.ErrorClass, messageCell(f.ErrorMessage, historyErrorCell))
+			if utf8.RuneCountInString(oneLine(f.ErrorMessage)) > historyErrorCell {
+				cut++
+			}
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -240,9 +250,16 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 		}
 		fmt.Fprintln(w, "note: "+n)
 	}
+	if cut > 0 {
+		fmt.Fprintf(w, "note: %s shortened above to fit %s; --json shows them whole\n", plural.Count(cut, "error message is", "error messages are"), plural.Of(cut, "its line", "their lines"))
+	}
 	a.printNext(w, m.Next)
 	return nil
 }
+
+// historyErrorCell is the width of the error of a failure in the table of
+// pgbus dlq show, in characters.
+const historyErrorCell = 100
 
 // ran says how long an attempt ran, and its limit when it timed out.
 func ran(f ops.Failure) string {
