@@ -124,7 +124,9 @@ func (r SendRequest) Check() error {
 	}
 	for k := range r.Headers {
 		if strings.HasPrefix(k, "pgbus_") {
-			return invalidf("header %q is refused: keys starting with pgbus_ are reserved for pgbus; the kind, idempotency key, deadline and priority have fields of their own (kind, idempotency_key, deadline, priority)", clip(k, 60))
+			// The options by their request fields' names, which each front
+			// end names its own way (a flag, an argument).
+			return invalidf("header %q is refused: keys starting with pgbus_ are reserved for pgbus, which sets them from options of their own: kind, idempotency_key, deadline, priority", clip(k, 60)).naming("kind", "idempotency_key", "deadline", "priority")
 		}
 	}
 	return checkSendText(r)

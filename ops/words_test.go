@@ -38,7 +38,7 @@ var wordExceptions = map[string]string{
 	`"full_history"`:    "the value of AskFullHistory, a kind of Ask each front end words, never shown, and a hint's argument by its request field's name",
 	`"include_payload"`: "a hint's argument by its request field's name, as queue and msg_id are, which each front end words",
 	`"pgbus_"`:          "the prefix of the reserved header keys (and of tool names, which the audit log trims)",
-	`"header %q is refused: keys starting with pgbus_ are reserved for pgbus; the kind, idempotency key, deadline and priority have fields of their own (kind, idempotency_key, deadline, priority)"`:   "pgbus_ is the prefix of the reserved header keys, not a tool",
+	`"header %q is refused: keys starting with pgbus_ are reserved for pgbus, which sets them from options of their own: kind, idempotency_key, deadline, priority"`:                                    "pgbus_ is the prefix of the reserved header keys, not a tool",
 	`"reason not recorded: the message has no pgbus_dead_letter block (dead-lettered by a Ruby pgbus from before the block, or put in the DLQ by another client); a retry sends it to the DLQ's queue"`: "pgbus_dead_letter is the header of the dead-letter block, not a tool",
 }
 

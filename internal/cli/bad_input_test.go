@@ -84,7 +84,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"payload twice", []string{"send", "orders", "{}", "--file", notJSON}, "", "not both"},
 		{"no payload", []string{"send", "orders"}, "", "missing payload"},
 		{"huge payload", []string{"send", "orders", "--file", huge}, "", "larger than"},
-		{"reserved header", []string{"send", "orders", "{}", "--header", "pgbus_kind=x"}, "", "are reserved for pgbus; the kind, idempotency key"},
+		{"reserved header", []string{"send", "orders", "{}", "--header", "pgbus_kind=x"}, "", "are reserved for pgbus, which sets them from options of their own: --kind, --idempotency-key, --deadline, --priority"},
 		{"header without =", []string{"send", "orders", "{}", "--header", "tenant"}, "", "key=value"},
 		{"send to a DLQ", []string{"send", "orders_dlq", "{}"}, "", "dead-letter queue"},
 		{"uppercase queue", []string{"queue", "create", "Orders"}, "", "lowercase"},
