@@ -397,7 +397,7 @@ func decodeNode(n *yaml.Node, out any) error {
 		if err := wholeNumbers(val, f.Type()); err != nil {
 			return prefixError(k, err)
 		}
-		val = quotedBool(val, f.Type())
+		val = yamlerr.QuotedBool(val, f.Type())
 		if err := val.Decode(f.Addr().Interface()); err != nil {
 			if noun, ok := entryNouns[k]; ok {
 				if err := entryError(val, f.Type(), noun); err != nil {
@@ -408,26 +408,6 @@ func decodeNode(n *yaml.Node, out any) error {
 		}
 	}
 	return nil
-}
-
-// quotedBool returns n as a boolean where it decodes into one (of type t)
-// and is true or false quoted ("false"): the decoder takes the other words
-// YAML has for them (no, off, yes, on) quoted or not, but refuses these
-// quoted, as "not true or false".
-func quotedBool(n *yaml.Node, t reflect.Type) *yaml.Node {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t.Kind() != reflect.Bool || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		return n
-	}
-	switch n.Value {
-	case "true", "True", "TRUE", "false", "False", "FALSE":
-		b := *n
-		b.Tag, b.Style = "!!bool", 0
-		return &b
-	}
-	return n
 }
 
 // entryNouns name the entries of the mappings of text a handler block

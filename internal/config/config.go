@@ -439,10 +439,19 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, cfg.yamlError(data, err)
 	}
 	indexLines(&root, "", cfg.lines, cfg.tags, cfg.values)
+	quoted := unquoteBools(&root)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(cfg); err != nil && err != io.EOF {
-		return nil, cfg.yamlError(data, err)
+		if err = quoted.others(err); err != nil {
+			return nil, cfg.yamlError(data, err)
+		}
+		// Only quoted booleans were refused: decode again the tree that
+		// holds them as booleans, whose keys the decode above checked.
+		*cfg = File{path: cfg.path, lines: cfg.lines, tags: cfg.tags, values: cfg.values}
+		if err := root.Decode(cfg); err != nil {
+			return nil, cfg.yamlError(data, err)
+		}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
@@ -452,6 +461,139 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// quotedBools holds the refusals the decoder makes of the quoted true
+// and false that unquoteBools rewrote: a boolean key in the file reads
+// them as a handler's options do (yamlerr.QuotedBool).
+type quotedBools map[string]bool
+
+// unquoteBools rewrites in root, decoded into a File, every quoted true
+// or false of a boolean key as the boolean it says, and returns the
+// decoder's refusals of them as written.
+func unquoteBools(root *yaml.Node) quotedBools {
+	q := quotedBools{}
+	w := boolWalk{quoted: q, budget: maxIndexedNodes, open: map[*yaml.Node]bool{}}
+	w.node(root, reflect.TypeFor[File]())
+	return q
+}
+
+// others returns err without the refusals of q: nil when err held no
+// other problem.
+func (q quotedBools) others(err error) error {
+	var te *yaml.TypeError
+	if len(q) == 0 || !errors.As(err, &te) {
+		return err
+	}
+	var rest []string
+	for _, m := range te.Errors {
+		if !q[m] {
+			rest = append(rest, m)
+		}
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	return &yaml.TypeError{Errors: rest}
+}
+
+// boolWalk is the state of unquoteBools; open and budget bound it as the
+// indexer's bound indexLines.
+type boolWalk struct {
+	quoted quotedBools
+	budget int
+	open   map[*yaml.Node]bool
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// node walks n, decoded into a value of type t.
+func (w *boolWalk) node(n *yaml.Node, t reflect.Type) {
+	n = resolveAlias(n)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if w.budget--; w.budget < 0 || w.open[n] || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return // a type that decodes itself (a handler block) reads its own booleans
+	}
+	w.open[n] = true
+	defer delete(w.open, n)
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			w.node(c, t)
+		}
+	case yaml.SequenceNode:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i := range n.Content {
+				w.value(n, i, t.Elem())
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			switch {
+			case k.ShortTag() == "!!merge":
+				w.merged(n.Content[i+1], t)
+			case t.Kind() == reflect.Map:
+				w.value(n, i+1, t.Elem())
+			case t.Kind() == reflect.Struct:
+				if ft, ok := fieldType(t, k.Value); ok {
+					w.value(n, i+1, ft)
+				}
+			}
+		}
+	}
+}
+
+// merged walks what a merge key (<<) brings into a mapping of type t: a
+// mapping, or a list of them.
+func (w *boolWalk) merged(m *yaml.Node, t reflect.Type) {
+	m = resolveAlias(m)
+	if m.Kind == yaml.SequenceNode {
+		for _, c := range m.Content {
+			w.node(c, t)
+		}
+		return
+	}
+	w.node(m, t)
+}
+
+// value rewrites parent.Content[i], decoded into a value of type t, when
+// it is a quoted true or false of a boolean, and walks it otherwise.
+func (w *boolWalk) value(parent *yaml.Node, i int, t reflect.Type) {
+	v := resolveAlias(parent.Content[i])
+	if b := yamlerr.QuotedBool(v, t); b != v {
+		w.quoted[fmt.Sprintf("line %d: cannot unmarshal !!str `%s` into bool", v.Line, v.Value)] = true
+		parent.Content[i] = b
+		return
+	}
+	w.node(v, t)
+}
+
+// fieldType returns the type of the field of struct t that key decodes
+// into, fields inlined included.
+func fieldType(t reflect.Type, key string) (reflect.Type, bool) {
+	for i := range t.NumField() {
+		fld := t.Field(i)
+		if !fld.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(fld.Tag.Get("yaml"), ",")
+		if opts == "inline" && fld.Type.Kind() == reflect.Struct {
+			if ft, ok := fieldType(fld.Type, key); ok {
+				return ft, true
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(fld.Name)
+		}
+		if name == key {
+			return fld.Type, true
+		}
+	}
+	return nil, false
 }
 
 // indexLines records the line of every mapping key, and the tag of its

@@ -296,3 +296,47 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 }
+
+// The file's own booleans quoted, "false" or "true", mean what they say,
+// as a handler's boolean options do and as the other words YAML takes for
+// them (no, off, yes, on) do, quoted or not.
+func TestQuotedBooleans(t *testing.T) {
+	const file = `
+no_embedded: %[1]s
+worker: {no_listen: %[1]s}
+queues:
+  orders: &q
+    delete_on_success: %[1]s
+  emails:
+    <<: *q
+alerts:
+  url: https://hooks.example.com/x
+  enabled: %[1]s
+`
+	for v, want := range map[string]bool{`"false"`: false, `'False'`: false, `"FALSE"`: false, `"no"`: false, `false`: false,
+		`"true"`: true, `'TRUE'`: true, `"yes"`: true, `true`: true} {
+		f, err := config.Parse("pgbus.yaml", []byte(fmt.Sprintf(file, v)))
+		if err != nil {
+			t.Errorf("%s: %v", v, err)
+			continue
+		}
+		o, _ := f.Queue("orders")
+		e, _ := f.Queue("emails")
+		for key, got := range map[string]*bool{"no_embedded": f.NoEmbedded, "worker.no_listen": f.Worker.NoListen,
+			"queues.orders.delete_on_success": o.DeleteOnSuccess, "queues.emails.delete_on_success": e.DeleteOnSuccess, "alerts.enabled": f.Alerts.Enabled} {
+			if got == nil || *got != want {
+				t.Errorf("%s: %s is %v; want %v", v, key, got, want)
+			}
+		}
+	}
+	// A quoted word that is no boolean is still refused, with its line.
+	_, err := config.Parse("pgbus.yaml", []byte("worker:\n  no_listen: \"maybe\"\n"))
+	if err == nil || !strings.Contains(err.Error(), "pgbus.yaml:2") || !strings.Contains(err.Error(), "no_listen") {
+		t.Errorf("no_listen: \"maybe\": %v; want it refused at line 2", err)
+	}
+	// A key the file does not know is still refused beside a quoted boolean.
+	_, err = config.Parse("pgbus.yaml", []byte("no_embedded: \"true\"\nno_embeded: true\n"))
+	if err == nil || !strings.Contains(err.Error(), `unknown key "no_embeded"`) {
+		t.Errorf("misspelt key beside a quoted boolean: %v; want it refused", err)
+	}
+}

@@ -1,11 +1,13 @@
 // Package yamlerr puts the messages of the YAML decoder (gopkg.in/yaml.v3)
 // into plain words, for the configuration file and for the handler blocks
-// that package handlers decodes.
+// that package handlers decodes; and reads, for both, a quoted true or
+// false as the boolean it says (QuotedBool).
 package yamlerr
 
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -144,4 +146,26 @@ func Kind(n *yaml.Node) string {
 	default:
 		return "plain value"
 	}
+}
+
+// QuotedBool returns n as a boolean where it decodes into one (of type t,
+// or a pointer to one) and is true or false quoted ("false"): the decoder
+// takes the other words YAML has for them (no, off, yes, on) quoted or
+// not, but refuses these quoted, as "not true or false". Otherwise it
+// returns n itself. The configuration file's keys and a handler's options
+// both read their booleans through it.
+func QuotedBool(n *yaml.Node, t reflect.Type) *yaml.Node {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Bool || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		return n
+	}
+	switch n.Value {
+	case "true", "True", "TRUE", "false", "False", "FALSE":
+		b := *n
+		b.Tag, b.Style = "!!bool", 0
+		return &b
+	}
+	return n
 }
