@@ -303,8 +303,8 @@ func newHTTPHandler(spec Spec, resolve bool) (*httpHandler, engine.HandlerOption
 		if u, err = checkURL(raw, o.URL, urlVars); err != nil {
 			return nil, engine.HandlerOptions{}, err
 		}
-		if err := checkURLValues(o.URL, urlVars); err != nil {
-			return nil, engine.HandlerOptions{}, err
+		if err := envref.CheckURLValues(o.URL, urlVars); err != nil {
+			return nil, engine.HandlerOptions{}, optionErrorf("url", "%v", err)
 		}
 	}
 	h := &httpHandler{
@@ -455,41 +455,6 @@ func checkURL(raw, written string, vars []envref.Var) (*url.URL, error) {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u, nil
-}
-
-// checkURLValues refuses a url written with ${NAME}s whose values (vars)
-// would change its structure where they stand, as a value goes in as it
-// is: a # would cut the url there (a fragment is never sent), a ? before
-// the rest of the url would make that rest its query, and a & would split
-// the query parameter it stands in. A value that ends the url, or is the
-// whole query or a whole parameter of it, may bring ? and &: a url, or
-// its query, kept whole in a variable.
-func checkURLValues(written string, vars []envref.Var) error {
-	values := map[string]string{}
-	for _, v := range vars {
-		values[v.Name] = v.Value
-	}
-	query := strings.IndexByte(written, '?')
-	for _, r := range envref.Refs(written) {
-		v, ref := values[r.Name], written[r.Start:r.End]
-		inQuery := query >= 0 && r.Start > query
-		switch {
-		case strings.Contains(v, "#"):
-			return optionErrorf("url", "%s brings a # into the url, which would end it there: what follows would not be sent (a fragment never is); write the # in %s's value as %%23, or leave the fragment out", ref, r.Name)
-		case !inQuery && r.End < len(written) && strings.Contains(v, "?"):
-			return optionErrorf("url", "%s brings a ? into the url before the rest of it, which would start the query there and make what url has after %s part of it; write the ? in %s's value as %%3F, or keep the rest of the url in the variable too", ref, ref, r.Name)
-		case inQuery && strings.Contains(v, "&") && !wholeParameter(written, r):
-			return optionErrorf("url", "%s brings a & into a parameter of the url's query, which would split the parameter in two; write the & in %s's value as %%26", ref, r.Name)
-		}
-	}
-	return nil
-}
-
-// wholeParameter reports whether r, a reference in the query of written,
-// is a whole parameter of it, between ? or & and & or the end.
-func wholeParameter(written string, r envref.Ref) bool {
-	before, after := written[:r.Start], written[r.End:]
-	return (strings.HasSuffix(before, "?") || strings.HasSuffix(before, "&")) && (after == "" || after[0] == '&')
 }
 
 // statusPolicies checks on_status and returns its engine policies, exact

@@ -116,12 +116,19 @@ func (f *File) checkAlerts() error {
 	if !a.On() {
 		return nil
 	}
-	u, _, err := envref.Expand(a.URL)
+	// A value goes into the url as it is: one that changes its structure
+	// is refused, as in a handler's url (envref.CheckURLValues).
+	u, vars, err := envref.Expand(a.URL)
 	if envref.IsUnset(err) {
+		if err := envref.Check(a.URL); err != nil {
+			return f.Errorf("alerts.url", "%v", err)
+		}
 		a.unset = f.Errorf("alerts.url", "%v", err)
 	} else if err != nil {
 		return f.Errorf("alerts.url", "%v", err)
 	} else if err := alerts.CheckURL(u); err != nil {
+		return f.Errorf("alerts.url", "%v", err)
+	} else if err := envref.CheckURLValues(a.URL, vars); err != nil {
 		return f.Errorf("alerts.url", "%v", err)
 	}
 	a.url, a.headers = u, map[string]string{}
@@ -132,6 +139,9 @@ func (f *File) checkAlerts() error {
 		v, _, err := envref.Expand(a.Headers[name])
 		switch {
 		case envref.IsUnset(err):
+			if err := envref.Check(a.Headers[name]); err != nil {
+				return f.Errorf("alerts.headers", "in header %s, %v", name, err)
+			}
 			if a.unset == nil {
 				a.unset = f.Errorf("alerts.headers", "header %s %v", name, err)
 			}

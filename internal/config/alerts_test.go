@@ -125,3 +125,56 @@ func TestAlertsUnsetVariables(t *testing.T) {
 		}
 	}
 }
+
+// The webhook's url takes a variable's value as it is, as a handler's url
+// does: a value that would change the url's structure (cut it at a #,
+// start its query at a ? before the rest of it, split a parameter at a &)
+// is refused, naming the variable without showing its value; so is a ${
+// without its closing }, even beside a variable that is not set. A value
+// that changes nothing the file wrote (a whole url, a whole query) passes.
+func TestAlertsURLVariablesKeepTheURLsStructure(t *testing.T) {
+	t.Setenv("PGBUS_TEST_HASHY", "abc123#def456")
+	t.Setenv("PGBUS_TEST_AMP", "abc123&admin=true")
+	t.Setenv("PGBUS_TEST_QM", "abc123?def456")
+	for _, c := range []struct{ url, want string }{
+		{"https://h.example.com/hook?token=${PGBUS_TEST_HASHY}&team=ops", "${PGBUS_TEST_HASHY} brings a #"},
+		{"https://h.example.com/hook?token=${PGBUS_TEST_AMP}&team=ops", "${PGBUS_TEST_AMP} brings a &"},
+		{"https://h.example.com/${PGBUS_TEST_QM}/hook", "${PGBUS_TEST_QM} brings a ?"},
+		{"https://h.example.com/hook?token=${PGBUS_TEST_AMP", "${PGBUS_TEST_AMP has no closing }"},
+		{"https://h.example.com/${PGBUS_TEST_NOT_SET_EVER}/hook?token=${PGBUS_TEST_AMP", "${PGBUS_TEST_AMP has no closing }"},
+	} {
+		_, err := config.Parse("pgbus.yaml", []byte("\nalerts:\n  url: "+c.url+"\n"))
+		if err == nil {
+			t.Errorf("%s: accepted", c.url)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "pgbus.yaml:3: alerts.url: ") || !strings.Contains(msg, c.want) ||
+			strings.Contains(msg, "abc123") || strings.Contains(msg, "def456") {
+			t.Errorf("%s: error %q; want it to say %q without the value", c.url, msg, c.want)
+		}
+	}
+	t.Setenv("PGBUS_TEST_WHOLE", "https://h.example.com/hook?a=1&b=2")
+	t.Setenv("PGBUS_TEST_QUERY", "a=1&b=2")
+	for url, want := range map[string]string{
+		"${PGBUS_TEST_WHOLE}":                            "https://h.example.com/hook?a=1&b=2",
+		"https://h.example.com/hook?${PGBUS_TEST_QUERY}": "https://h.example.com/hook?a=1&b=2",
+	} {
+		f, err := config.Parse("pgbus.yaml", []byte("\nalerts:\n  url: "+url+"\n"))
+		if err != nil {
+			t.Errorf("%s: %v", url, err)
+			continue
+		}
+		if got := f.Alerts.Config().URL; got != want {
+			t.Errorf("%s: the notifier's url is %q; want %q", url, got, want)
+		}
+	}
+}
+
+// A header's ${ without its closing } is refused beside a variable that is
+// not set, as it is alone.
+func TestAlertsHeaderUnclosedBesideUnset(t *testing.T) {
+	_, err := config.Parse("pgbus.yaml", []byte("\nalerts:\n  url: https://h.example.com\n  headers:\n    Authorization: ${PGBUS_TEST_NOT_SET_EVER} ${PGBUS_TEST_X\n"))
+	if err == nil || !strings.Contains(err.Error(), "in header Authorization, ${PGBUS_TEST_X has no closing }") {
+		t.Fatalf("error %v; want the unclosed ${ refused", err)
+	}
+}

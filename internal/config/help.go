@@ -118,7 +118,10 @@ another when it stops. A failed post is retried with backoff from a
 goroutine of its own, so workers never wait on it. ${NAME} in url and
 headers is replaced by the environment variable NAME at start ($${NAME} is
 a literal ${NAME}), as in the http handler's url and headers and the exec
-handler's env; an unset one stops pgbus with the key that uses it.
+handler's env; an unset one stops pgbus with the key that uses it, and so
+does a value that would change the url's structure where it stands (a #, a
+? before more of the url, a & within a query parameter), as in the http
+handler's url: write them %23, %3F and %26 in the variable.
 
 Job kinds: a queue's handler block runs every message of its queue,
 whatever its kind (the pgbus_kind header; an exec handler's command gets it

@@ -115,6 +115,42 @@ func Refs(s string) []Ref {
 	return refs
 }
 
+// CheckURLValues refuses a url written with ${NAME}s whose values (vars)
+// would change its structure where they stand, as a value goes in as it
+// is: a # would cut the url there (a fragment is never sent), a ? before
+// the rest of the url would make that rest its query, and a & would split
+// the query parameter it stands in. A value that ends the url, or is the
+// whole query or a whole parameter of it, may bring ? and &: a url, or
+// its query, kept whole in a variable. The http handler's url and the
+// alerts' webhook are checked alike.
+func CheckURLValues(written string, vars []Var) error {
+	values := map[string]string{}
+	for _, v := range vars {
+		values[v.Name] = v.Value
+	}
+	query := strings.IndexByte(written, '?')
+	for _, r := range Refs(written) {
+		v, ref := values[r.Name], written[r.Start:r.End]
+		inQuery := query >= 0 && r.Start > query
+		switch {
+		case strings.Contains(v, "#"):
+			return fmt.Errorf("%s brings a # into the url, which would end it there: what follows would not be sent (a fragment never is); write the # in %s's value as %%23, or leave the fragment out", ref, r.Name)
+		case !inQuery && r.End < len(written) && strings.Contains(v, "?"):
+			return fmt.Errorf("%s brings a ? into the url before the rest of it, which would start the query there and make what the url has after %s part of it; write the ? in %s's value as %%3F, or keep the rest of the url in the variable too", ref, ref, r.Name)
+		case inQuery && strings.Contains(v, "&") && !wholeParameter(written, r):
+			return fmt.Errorf("%s brings a & into a parameter of the url's query, which would split the parameter in two; write the & in %s's value as %%26", ref, r.Name)
+		}
+	}
+	return nil
+}
+
+// wholeParameter reports whether r, a reference in the query of written,
+// is a whole parameter of it, between ? or & and & or the end.
+func wholeParameter(written string, r Ref) bool {
+	before, after := written[:r.Start], written[r.End:]
+	return (strings.HasSuffix(before, "?") || strings.HasSuffix(before, "&")) && (after == "" || after[0] == '&')
+}
+
 // unclosed writes s[from:to], a stretch of s between references, to b
 // with each $${ as the literal ${ it stands for. A ${ there has no
 // closing } after it (the next } would have closed it): it is written as
