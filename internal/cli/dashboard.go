@@ -55,10 +55,13 @@ and /readyz (200 while the database answers, else 503); for Prometheus,
 /metrics behind the token: the database's gauges (queues, DLQs, breakers,
 workers).
 
-Started while the database does not answer, it serves at once: its pages
-answer 503 saying so and to reload in a moment, and it connects in the
-background, migrating the schema (--read-only: checking it), and shows
-them once the database answers, without a restart.`,
+Started while the database does not answer, or on a schema it cannot use
+yet (none, or older than this pgbus, for --read-only or a role that may not
+migrate it), it serves at once: its pages answer 503 saying why, with
+pgbus migrate to run for a schema, and to reload in a moment, and it
+connects in the background, migrating the schema (--read-only: checking
+it), and shows them once it is ready, without a restart. A schema a newer
+pgbus migrated, which only that pgbus reads, ends it.`,
 		Example: `  pgbus dashboard
   pgbus dashboard --read-only
   PGBUS_MCP_TOKEN=$(openssl rand -hex 32) pgbus dashboard --addr 0.0.0.0:8080`,
@@ -116,12 +119,14 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	}
 	// Actions write, so the dashboard migrates as serve does; a read-only
 	// one only checks the schema and writes nothing. A database that does
-	// not answer yet is readied in the background, as pgbus serve readies
-	// its own, while the pages answer at once, saying why they cannot
-	// show anything yet (runner.WhenReady).
+	// not answer yet, or whose schema cannot be readied yet (missing or
+	// old for a read-only dashboard, out of the role's reach to migrate),
+	// is readied in the background, as pgbus serve readies its own, while
+	// the pages answer at once, saying why they cannot show anything yet
+	// and what to run (runner.WhenReady).
 	migrate := !f.readOnly
 	a.waitForDB = longRunningWait // for the embedded PostgreSQL
-	ctx, sess, pending, err := a.openServing(ctx, migrate, false)
+	ctx, sess, pending, err := a.openServing(ctx, migrate)
 	if err != nil {
 		return err
 	}
@@ -130,8 +135,13 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	if !pending {
 		return runner.ServeDashboard(ctx, sess.db.Store, c)
 	}
-	a.log.Warn("pgbus dashboard: the database does not answer yet; serving the pages meanwhile (they say why), and connecting in the background",
-		"where", sess.db.Where(), "version", buildinfo.Describe())
+	if sess.unready != nil {
+		a.log.Warn("pgbus dashboard: the database answers, but its pgbus schema is not ready for this pgbus; serving the pages meanwhile (they say why), and trying again in the background until it is",
+			"err", a.errorLine(a.explain(sess.unready), "pgbus dashboard"), "where", sess.db.Where(), "version", buildinfo.Describe())
+	} else {
+		a.log.Warn("pgbus dashboard: the database does not answer yet; serving the pages meanwhile (they say why), and connecting in the background",
+			"where", sess.db.Where(), "version", buildinfo.Describe())
+	}
 	ready := func(context.Context) (func(), error) {
 		a.log.Info("pgbus dashboard: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version, "version", buildinfo.Describe())
 		return func() {}, nil

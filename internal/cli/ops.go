@@ -105,16 +105,16 @@ func (a *app) openSession(ctx context.Context, migrate bool) (context.Context, *
 // meanwhile. Whether it answers is asked within the database call timeout
 // (dbopen.DB.Ping): PgBouncer, paused or without a server connection to
 // give, takes the connection and would otherwise hold the start until its
-// query_wait_timeout. With holdSchema (pgbus serve, whose MCP client sees
-// nothing of an exit but its transport closing), a schema that cannot be
-// readied on a database that answers (missing, older than this pgbus,
-// beyond the role's reach to migrate) is left to runner.WhenReady too,
-// which tries again until someone migrates it: the session's unready says
-// why, the calls held saying it too. Only what waiting cannot cure fails
-// at once: a URL that cannot be read, the embedded PostgreSQL that cannot
-// start, a schema only another pgbus reads (dbopen.Permanent), or, without
-// holdSchema, a schema that cannot be readied on a database that answers.
-func (a *app) openServing(ctx context.Context, migrate, holdSchema bool) (_ context.Context, _ *session, pending bool, _ error) {
+// query_wait_timeout. A schema that cannot be readied on a database that
+// answers (missing, older than this pgbus, beyond the role's reach to
+// migrate) is left to runner.WhenReady too, which tries again until
+// someone migrates it: an MCP client sees nothing of an exit but its
+// transport closing, and a person nothing but a page that does not load.
+// The session's unready says why, the calls held saying it too. Only what
+// waiting cannot cure fails at once: a URL that cannot be read, the
+// embedded PostgreSQL that cannot start, a schema only another pgbus
+// reads (dbopen.Permanent).
+func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context, _ *session, pending bool, _ error) {
 	if _, err := a.tracing(ctx, slog.LevelInfo); err != nil { // serve and dashboard run long
 		return ctx, nil, false, err
 	}
@@ -132,7 +132,7 @@ func (a *app) openServing(ctx context.Context, migrate, holdSchema bool) (_ cont
 		a.gate.Hold(err)
 		pending = true
 	} else if err := a.prepare(ctx, db, migrate); err != nil {
-		if !holdSchema || dbopen.Permanent(err) || ctx.Err() != nil {
+		if dbopen.Permanent(err) || ctx.Err() != nil {
 			db.Close()
 			return ctx, nil, false, err
 		}

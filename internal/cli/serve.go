@@ -260,7 +260,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	a.waitForDB = longRunningWait // for the embedded PostgreSQL
 	a.ownWorkers = &ops.OwnWorkers{}
 	mcp.OwnWorkers = a.ownWorkers
-	ctx, sess, pending, err := a.openServing(ctx, migrate, true)
+	ctx, sess, pending, err := a.openServing(ctx, migrate)
 	if err != nil {
 		return err
 	}
