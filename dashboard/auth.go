@@ -219,11 +219,11 @@ func (s *server) gate(next handlerFunc, api bool) http.HandlerFunc {
 		case !ok || !sess.authed:
 			if api {
 				s.logRefused(r, http.StatusUnauthorized, "not logged in")
-				writeJSON(w, r, http.StatusUnauthorized, apiError{Error: "Log in first: open the dashboard's login page and enter the server's token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."})
+				writeJSON(w, r, http.StatusUnauthorized, apiError{Error: "Log in first: open the dashboard's login page and enter the server's token (" + s.tokenFrom() + ")."})
 				return
 			}
 			if r.Method != http.MethodGet && r.Method != http.MethodHead {
-				msg := "Log in first: this server needs its token (pgbus serve --auth-token or PGBUS_MCP_TOKEN)."
+				msg := "Log in first: this server needs its token (" + s.tokenFrom() + ")."
 				if _, err := r.Cookie(cookieName(r)); err == nil {
 					msg += " Your session ended (a login lasts 12 hours, and a restart of the server ends it): nothing was changed. Log in, then send the form again from its page."
 				}
@@ -302,13 +302,36 @@ func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
 	}
 	v := s.newView(r, sess)
 	v.Title = "Log in"
-	s.render(w, r, http.StatusOK, "login", v, loginData{Next: safeNext(r.URL.Query().Get("next"))})
+	s.render(w, r, http.StatusOK, "login", v, s.loginForm(safeNext(r.URL.Query().Get("next"))))
 }
 
-// loginData is the login page's.
+// loginData is the login page's. Command is the command that serves the
+// dashboard, whose --auth-token the page names (serverCommand).
 type loginData struct {
-	Next  string
-	Error string
+	Next    string
+	Error   string
+	Command string
+}
+
+// loginForm is the login page's data, leading to next once logged in.
+func (s *server) loginForm(next string) loginData {
+	return loginData{Next: next, Command: s.serverCommand()}
+}
+
+// serverCommand is the command that serves the dashboard, as the login
+// messages name it with its token's flag: pgbus serve --transport http
+// beside an MCP endpoint (Config.MCP), pgbus dashboard alone.
+func (s *server) serverCommand() string {
+	if s.cfg.MCP != "" {
+		return "pgbus serve --transport http"
+	}
+	return "pgbus dashboard"
+}
+
+// tokenFrom says where the server's token was given, by the command
+// that serves the dashboard.
+func (s *server) tokenFrom() string {
+	return s.serverCommand() + " --auth-token, or PGBUS_MCP_TOKEN"
 }
 
 // login checks the token and starts a logged-in session.
@@ -325,13 +348,14 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	right, refused := s.attempt(w, r, v, &loginData{Next: next}, r.PostFormValue("token"), "login form")
+	form := s.loginForm(next)
+	right, refused := s.attempt(w, r, v, &form, r.PostFormValue("token"), "login form")
 	if refused {
 		return
 	}
 	if !right {
-		s.render(w, r, http.StatusUnauthorized, "login", v, loginData{Next: next,
-			Error: "That is not the server's token. Enter the token the server was given (pgbus serve or pgbus dashboard --auth-token, or PGBUS_MCP_TOKEN)."})
+		form.Error = "That is not the server's token. Enter the token the server was given (" + s.tokenFrom() + ")."
+		s.render(w, r, http.StatusUnauthorized, "login", v, form)
 		return
 	}
 	s.setSession(w, r, s.newSession(true))
@@ -372,7 +396,7 @@ func (s *server) attempt(w http.ResponseWriter, r *http.Request, v *view, form *
 	at := s.cfg.Now().Add(time.Duration(secs) * time.Second).UTC().Format("15:04:05 MST")
 	s.log.Warn("dashboard: login refused, too many wrong tokens", "remote", r.RemoteAddr, "client", client, "retry_after_seconds", secs)
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %s (at %s). Copy the token the server was given (--auth-token or PGBUS_MCP_TOKEN) rather than typing it.", plural.Count(secs, "second", "seconds"), at)
+	msg := fmt.Sprintf("Too many wrong tokens from your address: the token was not checked. Try again in %s (at %s). Copy the token the server was given (%s) rather than typing it.", plural.Count(secs, "second", "seconds"), at, s.tokenFrom())
 	if form != nil {
 		form.Error = msg
 		s.render(w, r, http.StatusTooManyRequests, "login", v, *form)
