@@ -185,6 +185,36 @@ func TestIdempotencyKeyIsPerPriorityLevel(t *testing.T) {
 	}
 }
 
+// SendOrFind reports a send whose idempotency key matched a message sent
+// before, at its level, whose id it returns: nothing new is sent. A send
+// without a key, or with a key new at its level, is no such send.
+func TestSendOrFindReportsAKeyAlreadySent(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newPriorityQueue(t, s, 2)
+	c := pgtest.NewClient(t, s, q, nil)
+	ctx := testContext(t)
+	for _, step := range []struct {
+		opts  engine.SendOptions
+		found bool
+	}{
+		{engine.SendOptions{IdempotencyKey: "page-8"}, false},
+		{engine.SendOptions{IdempotencyKey: "page-8"}, true},
+		{engine.SendOptions{IdempotencyKey: "page-8", Priority: 1}, false},
+		{engine.SendOptions{IdempotencyKey: "page-8", Priority: 1}, true},
+		{engine.SendOptions{}, false},
+	} {
+		if _, found, err := c.SendOrFind(ctx, q, 1, step.opts); err != nil || found != step.found {
+			t.Fatalf("SendOrFind %+v: found %v, %v; want found %v", step.opts, found, err, step.found)
+		}
+	}
+	for level, want := range []int{2, 1} {
+		if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+store.PriorityQueueName(q, level)+`"`); n != want {
+			t.Errorf("level %d holds %d messages, want %d", level, n, want)
+		}
+	}
+}
+
 // A priority level is no queue to work alone: Run refuses it, naming the
 // queue to work, and makes no DLQ for it, where it worked the level with
 // the default settings and dead-lettered into a DLQ of the level's own.

@@ -60,9 +60,18 @@ type SendOptions struct {
 // JSON unless it already is JSON (json.RawMessage or []byte). A nil ctx
 // is refused with store.ErrInvalid.
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
+	id, _, err = c.SendOrFind(ctx, queue, payload, opts)
+	return id, err
+}
+
+// SendOrFind is Send that also reports whether opts.IdempotencyKey was in
+// force on the queue already (found): the id is then that of the message
+// sent with the key before, and nothing is sent. Without a key, found is
+// false.
+func (c *Client) SendOrFind(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, found bool, err error) {
 	if ctx == nil {
 		// Refused here, not as a nil dereference deep in the driver.
-		return 0, fmt.Errorf("%w: Send needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
+		return 0, false, fmt.Errorf("%w: Send needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
 	}
 	if len(c.observers.list) > 0 {
 		var done func(int64, error)
@@ -70,34 +79,34 @@ func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendO
 		defer func() { done(id, err) }()
 	}
 	if base, ok := strings.CutSuffix(queue, store.DLQSuffix); ok && base != "" {
-		return 0, fmt.Errorf("%w: queue %q is a dead-letter queue: messages reach it only by dying; send to %q instead", store.ErrInvalid, queue, base)
+		return 0, false, fmt.Errorf("%w: queue %q is a dead-letter queue: messages reach it only by dying; send to %q instead", store.ErrInvalid, queue, base)
 	}
 	m, err := NewMessage(payload, opts)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if !opts.Deadline.IsZero() {
 		if err := CheckDeadline(c.serverNow(ctx), opts); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 	}
 	_, cached := c.sendQueues.Load(queue)
-	id, err = c.sendTo(ctx, queue, opts.Priority, m)
+	id, found, err = c.sendTo(ctx, queue, opts.Priority, m)
 	if cached && (errors.Is(err, store.ErrNotFound) || errors.Is(err, errLevels)) {
 		// The queue may have been dropped and made again, with other
 		// levels, since its layout was read: read it again, once.
 		c.sendQueues.Delete(queue)
-		id, err = c.sendTo(ctx, queue, opts.Priority, m)
+		id, found, err = c.sendTo(ctx, queue, opts.Priority, m)
 	}
-	return id, err
+	return id, found, err
 }
 
-func (c *Client) sendTo(ctx context.Context, queue string, priority int, m store.NewMessage) (int64, error) {
+func (c *Client) sendTo(ctx context.Context, queue string, priority int, m store.NewMessage) (int64, bool, error) {
 	target, err := c.sendTarget(ctx, queue, priority)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return c.store.Send(ctx, target, m)
+	return c.store.SendOrFind(ctx, target, m)
 }
 
 // errLevels marks a send whose priority the queue's levels do not have.

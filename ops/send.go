@@ -33,11 +33,14 @@ type SendRequest struct {
 	Priority int
 }
 
-// Sent is where a message was sent.
+// Sent is where a message was sent. AlreadySent says that the request's
+// idempotency key matched a message sent with it before, which MsgID
+// names: nothing new was sent.
 type Sent struct {
-	Queue    string `json:"queue"`
-	MsgID    int64  `json:"msg_id"`
-	Priority int    `json:"priority,omitempty"`
+	Queue       string `json:"queue"`
+	MsgID       int64  `json:"msg_id"`
+	Priority    int    `json:"priority,omitempty"`
+	AlreadySent bool   `json:"already_sent,omitempty"`
 }
 
 // sendAuditArgs are the arguments of a send's audit entry: the options
@@ -94,7 +97,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if err := s.checkDelayFitsDeadline(ctx, req); err != nil {
 		return Sent{}, err
 	}
-	id, err := s.sender.Send(ctx, req.Queue, req.Payload, engine.SendOptions{
+	id, found, err := s.sender.SendOrFind(ctx, req.Queue, req.Payload, engine.SendOptions{
 		Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, IdempotencyKey: req.IdempotencyKey,
 		Headers: req.Headers, Priority: req.Priority,
 	})
@@ -104,7 +107,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 	if err != nil {
 		return Sent{}, explainSend(err, req.Queue, req.Priority)
 	}
-	return Sent{Queue: req.Queue, MsgID: id, Priority: req.Priority}, nil
+	return Sent{Queue: req.Queue, MsgID: id, Priority: req.Priority, AlreadySent: found}, nil
 }
 
 // explainSend is explain of the error of a send of priority to queue: a

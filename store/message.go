@@ -279,11 +279,32 @@ func headersArg(h json.RawMessage) any {
 
 // Send enqueues one message and returns its id.
 func (s *Store) Send(ctx context.Context, queue string, m NewMessage) (int64, error) {
-	ids, err := s.SendBatch(ctx, queue, []NewMessage{m})
-	if err != nil {
-		return 0, err
+	id, _, err := s.SendOrFind(ctx, queue, m)
+	return id, err
+}
+
+// SendOrFind is Send that also reports whether m's idempotency key is in
+// force on queue already (found): the id is then that of the message sent
+// with it before, and nothing is written. Without a key, found is false.
+func (s *Store) SendOrFind(ctx context.Context, queue string, m NewMessage) (id int64, found bool, err error) {
+	if m.IdempotencyKey == "" {
+		ids, err := s.SendBatch(ctx, queue, []NewMessage{m})
+		if err != nil {
+			return 0, false, err
+		}
+		return ids[0], false, nil
 	}
-	return ids[0], nil
+	if err := ValidatePhysicalName(queue); err != nil {
+		return 0, false, err
+	}
+	if err := validateNewMessage(-1, m); err != nil {
+		return 0, false, err
+	}
+	ids, founds, err := s.sendKeyed(ctx, queue, []NewMessage{m})
+	if err != nil {
+		return 0, false, err
+	}
+	return ids[0], founds[0], nil
 }
 
 // SendBatch enqueues messages, all or none, and returns their ids in
@@ -309,7 +330,8 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 		keyed = keyed || m.IdempotencyKey != ""
 	}
 	if keyed {
-		return s.sendKeyed(ctx, queue, msgs)
+		ids, _, err := s.sendKeyed(ctx, queue, msgs)
+		return ids, err
 	}
 	delays := make([]int64, len(msgs))
 	payloads := make([]string, len(msgs))
@@ -381,7 +403,7 @@ func insertSQL(queue string, notify bool, delays []int64, payloads []string, hea
 // each other rather than deadlock; then it sends the messages in order, so
 // that a key already used, by an earlier message of the batch too, returns
 // its first message's id.
-func (s *Store) sendKeyed(ctx context.Context, queue string, msgs []NewMessage) ([]int64, error) {
+func (s *Store) sendKeyed(ctx context.Context, queue string, msgs []NewMessage) (ids []int64, found []bool, err error) {
 	var keys []string
 	for _, m := range msgs {
 		if m.IdempotencyKey != "" {
@@ -390,28 +412,28 @@ func (s *Store) sendKeyed(ctx context.Context, queue string, msgs []NewMessage) 
 	}
 	slices.Sort(keys)
 	if keys = slices.Compact(keys); len(keys) > MaxBatchKeys {
-		return nil, invalidf("send to %q: a batch holds at most %d distinct idempotency keys, not %d; send it in smaller batches", queue, MaxBatchKeys, len(keys))
+		return nil, nil, invalidf("send to %q: a batch holds at most %d distinct idempotency keys, not %d; send it in smaller batches", queue, MaxBatchKeys, len(keys))
 	}
-	ids := make([]int64, len(msgs))
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+	ids, found = make([]int64, len(msgs)), make([]bool, len(msgs))
+	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		// The subquery's order is the order the locks are taken in.
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(l.h) FROM (
 			SELECT DISTINCT `+keyLockSQL("$1", "k")+` AS h FROM unnest($2::text[]) AS k ORDER BY 1) AS l`, queue, keys); err != nil {
 			return err
 		}
 		for i, m := range msgs {
-			id, err := sendOneKeyed(ctx, tx, queue, m)
+			id, earlier, err := sendOneKeyed(ctx, tx, queue, m)
 			if err != nil {
 				return err
 			}
-			ids[i] = id
+			ids[i], found[i] = id, earlier
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, sendErr(err, queue)
+		return nil, nil, sendErr(err, queue)
 	}
-	return ids, nil
+	return ids, found, nil
 }
 
 // keyLockSQL is the id of the advisory lock of an idempotency key of a
@@ -421,8 +443,9 @@ func keyLockSQL(queue, key string) string {
 }
 
 // sendOneKeyed sends one message of a batch, in its transaction, which
-// holds the lock of its key.
-func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (int64, error) {
+// holds the lock of its key; found reports that its key was in force
+// already, and the id is then the message's sent with it before.
+func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (id int64, found bool, err error) {
 	var h *string
 	if len(m.Headers) > 0 {
 		str := string(m.Headers)
@@ -430,30 +453,28 @@ func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (i
 	}
 	sql, args := insertSQL(queue, m.Delay == 0, []int64{m.Delay.Microseconds()}, []string{string(m.Payload)}, []*string{h})
 	if m.IdempotencyKey == "" {
-		var id int64
-		return id, tx.QueryRow(ctx, sql, args...).Scan(&id)
+		return id, false, tx.QueryRow(ctx, sql, args...).Scan(&id)
 	}
 	var first int64
-	err := tx.QueryRow(ctx, `
+	err = tx.QueryRow(ctx, `
 		SELECT k.msg_id FROM pgbus.idempotency_keys k
 		WHERE k.queue_name = $1 AND k.key = $2 AND `+keyInForceSQL(queue),
 		queue, m.IdempotencyKey).Scan(&first)
 	if err == nil {
-		return first, nil
+		return first, true, nil
 	}
 	if err != pgx.ErrNoRows {
-		return 0, err
+		return 0, false, err
 	}
-	var id int64
 	if err := tx.QueryRow(ctx, sql, args...).Scan(&id); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// The key's created_at is its message's enqueued_at, read from the row
 	// just written: the two name the message (keyInForceSQL).
 	_, err = tx.Exec(ctx, `INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id, created_at)
 		SELECT $1, $2, q.msg_id, q.enqueued_at FROM `+queueTable(queue)+` q WHERE q.msg_id = $3
 		ON CONFLICT (queue_name, key) DO UPDATE SET msg_id = excluded.msg_id, created_at = excluded.created_at`, queue, m.IdempotencyKey, id)
-	return id, err
+	return id, false, err
 }
 
 // keyInForceSQL is the condition, on a row k of pgbus.idempotency_keys of

@@ -264,7 +264,7 @@ func (p *batchPlan) write(ctx context.Context, tx pgx.Tx) ([]int64, error) {
 		return nil, fmt.Errorf("store: send: lock the idempotency keys: %w", err)
 	}
 	for i, m := range p.msgs {
-		id, err := sendOneKeyed(ctx, tx, m.Queue, m.NewMessage)
+		id, _, err := sendOneKeyed(ctx, tx, m.Queue, m.NewMessage)
 		if err != nil {
 			return nil, sendErr(err, m.Queue)
 		}

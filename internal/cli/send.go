@@ -35,7 +35,8 @@ message stops being worth running: past it, it is dead-lettered with reason
 deadline_exceeded; give an RFC 3339 time, a date (midnight UTC) or a
 duration from now (30m, 2h, 7d). With
 --idempotency-key, sending the same key to the same queue again returns the
-first message's id instead of a duplicate. --priority picks the level of a
+first message's id instead of a duplicate, and says on stderr that nothing
+new was sent (--json: "already_sent": true). --priority picks the level of a
 queue created with --priorities (0, the default, is read first).
 
 --ndjson FILE sends many messages: one JSON payload a line, read from FILE,
@@ -102,6 +103,15 @@ step.`,
 				return err
 			}
 			return run(a, cmd, (*ops.Service).Send, req, func(res ops.Sent) error {
+				// The id on stdout either way, as a script reads it; that
+				// nothing new was sent on stderr.
+				if res.AlreadySent {
+					to := res.Queue
+					if res.Priority != 0 {
+						to += fmt.Sprintf(" at priority %d", res.Priority)
+					}
+					fmt.Fprintf(a.stderr, "pgbus: idempotency key %q matched message %d, already sent to %s: nothing new was sent\n", idemKey, res.MsgID, to)
+				}
 				_, err := fmt.Fprintln(a.stdout, res.MsgID)
 				return err
 			})
