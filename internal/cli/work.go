@@ -137,7 +137,7 @@ func (w *workFlags) add(f *pflag.FlagSet) {
 	addConcurrencyFlag(f, &w.concurrency)
 	w.timing.add(f)
 	f.BoolVar(&w.untilIdle, "until-idle", false, "stop once every worked queue is empty (nothing waiting, running, retrying or scheduled: a message sent with a delay keeps it working until it has run; a paused queue, or one dropped meanwhile, counts as empty); with --for, exit 1 if its time runs out first")
-	durationVar(f, &w.runFor, "for", 0, "stop after this long, e.g. 10m (default: until SIGINT/SIGTERM)")
+	durationVar(f, &w.runFor, "for", 0, "stop after this long from the start, the wait for a database that does not answer yet included, e.g. 10m (default: until SIGINT/SIGTERM)")
 	addMetricsFlag(f, &w.metricsAddr)
 }
 
@@ -275,9 +275,21 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	if err != nil {
 		return err
 	}
+	// --for counts from here: a database that does not answer at start
+	// is waited for until then at most, not the minute pgbus work waits
+	// without it.
+	started := time.Now()
 	a.waitForDB = longRunningWait
+	if w.runFor > 0 {
+		a.waitForDB = min(a.waitForDB, w.runFor)
+	}
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
+		// The wait gives up at its last try before the deadline, at
+		// most its longest delay (5s) before it.
+		if w.runFor > 0 && w.runFor < longRunningWait && ops.ErrorKind(err) == ops.KindUnavailable && time.Until(started.Add(w.runFor)) < 5*time.Second {
+			return reworded{fmt.Sprintf("the time given (--for %s) ran out before the database answered, so no work was done: %v", ops.FormatAge(w.runFor), err), err}
+		}
 		return err
 	}
 	defer s.Close()
@@ -310,7 +322,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 		return err
 	}
 	mon.Runs(client.ID())
-	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs, CommandFlags: a.carry})
+	return runner.Work(ctx, client, s.ops, queues, runner.WorkOptions{Where: s.db.Where(), For: w.runFor, Started: started, UntilIdle: w.untilIdle, Logger: a.log, Jobs: jobs, CommandFlags: a.carry})
 }
 
 // alertsReady checks, before anything starts, that the alerts a process

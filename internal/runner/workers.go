@@ -159,8 +159,12 @@ func logJobs(log *slog.Logger, fn engine.HandlerFunc) engine.HandlerFunc {
 type WorkOptions struct {
 	// Where names the database in the log, without credentials.
 	Where string
-	// For stops the workers after this long; 0 does not.
+	// For stops the workers after this long, counted from Started; 0
+	// does not.
 	For time.Duration
+	// Started is when For counts from: the command's start, its wait for
+	// the database included; zero for the call to Work.
+	Started time.Time
 	// UntilIdle stops them once no work is left (see WaitIdle).
 	UntilIdle bool
 	Logger    *slog.Logger
@@ -182,8 +186,12 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 	log := orDiscard(opts.Logger)
 	runCtx, stop := context.WithCancel(ctx)
 	if opts.For > 0 {
+		start := opts.Started
+		if start.IsZero() {
+			start = time.Now()
+		}
 		var cancelFor context.CancelFunc
-		runCtx, cancelFor = context.WithTimeout(runCtx, opts.For)
+		runCtx, cancelFor = context.WithDeadline(runCtx, start.Add(opts.For))
 		defer cancelFor()
 	}
 	log.Info("pgbus work: starting", "queues", describe(queues), "where", opts.Where, "worker", client.ID(), "version", buildinfo.Describe())
