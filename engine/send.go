@@ -112,6 +112,21 @@ func (c *Client) sendTo(ctx context.Context, queue string, priority int, m store
 // errLevels marks a send whose priority the queue's levels do not have.
 var errLevels = errors.New("priority out of the queue's levels")
 
+// PriorityLevelsError is the refusal (store.ErrInvalid) of a send with a
+// priority that its queue, one with priority levels, does not have, for a
+// caller that words it as its own: Levels is how many the queue has (0 to
+// Levels-1).
+type PriorityLevelsError struct {
+	Queue            string
+	Levels, Priority int
+}
+
+func (e *PriorityLevelsError) Error() string {
+	return fmt.Sprintf("%v: queue %q has priority levels 0 to %d, not %d: give one of them (0 runs first)", store.ErrInvalid, e.Queue, e.Levels-1, e.Priority)
+}
+
+func (e *PriorityLevelsError) Unwrap() []error { return []error{store.ErrInvalid, errLevels} }
+
 // ErrNoPriorityLevels marks the refusal (store.ErrInvalid) of a send with
 // a priority other than 0 to a queue without priority levels, for a
 // caller that words it as its own.
@@ -157,7 +172,7 @@ func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (st
 	list := cached.(sendLayout).physical
 	switch {
 	case len(list) > 1 && (priority < 0 || priority >= len(list)):
-		return "", fmt.Errorf("%w: queue %q has priority levels 0 to %d, not %d: give one of them (0 runs first)%w", store.ErrInvalid, queue, len(list)-1, priority, quiet{errLevels})
+		return "", &PriorityLevelsError{Queue: queue, Levels: len(list), Priority: priority}
 	case len(list) == 1 && priority != 0:
 		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels%w", store.ErrInvalid, queue, quiet{errors.Join(errLevels, ErrNoPriorityLevels)})
 	}

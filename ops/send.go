@@ -111,12 +111,16 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 }
 
 // explainSend is explain of the error of a send of priority to queue: a
-// priority given to a queue without levels is refused naming the
-// priority as the field at fault, which a front end names its own way.
+// priority given to a queue without levels, or one its levels do not
+// have, is refused naming the priority as the field at fault, which a
+// front end names its own way.
 func explainSend(err error, queue string, priority int) error {
 	if errors.Is(err, engine.ErrNoPriorityLevels) {
 		return fieldf("priority", "%d is out of range: queue %q is a plain queue, without levels: send with priority 0 (the default), or create the queue with levels",
 			priority, queue).naming("priority")
+	}
+	if le, ok := errors.AsType[*engine.PriorityLevelsError](err); ok {
+		return fieldf("priority", "%d is out of range: queue %q has priority levels 0 to %d: give one of them (0 runs first)", le.Priority, le.Queue, le.Levels-1)
 	}
 	return explain(err)
 }

@@ -241,9 +241,9 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		ids, err := s.sendBatch(ctx, req.Queue, part, opts, noted, req.progress(start+len(part)))
 		if bm, ok := errors.AsType[*engine.BatchMessageError](err); ok {
 			// The engine counts from the batch's start; the caller, from
-			// the request's. A priority the queue has no levels for is
-			// every payload's: the request's.
-			if errors.Is(bm.Err, engine.ErrNoPriorityLevels) {
+			// the request's. A priority the queue has no levels for, or
+			// a level it does not have, is every payload's: the request's.
+			if errors.Is(bm.Err, engine.ErrNoPriorityLevels) || errors.As(bm.Err, new(*engine.PriorityLevelsError)) {
 				err = explainSend(bm.Err, req.Queue, req.Priority)
 			} else {
 				err = payloadError(explain(bm.Err), start+bm.Index)

@@ -39,8 +39,14 @@ func TestPriorityQueues(t *testing.T) {
 	}
 
 	// Levels the queue does not have, and a level for a plain queue.
-	if msg := d.fails(t, 2, "send", "alerts", "{}", "--priority", "5"); !strings.Contains(msg, `pgbus: queue "alerts" has priority levels 0 to 2, not 5: give one of them (0 runs first)`) {
-		t.Fatalf("send --priority 5 to a 3-level queue: %q", msg)
+	// The level is refused naming the flag that gave it, as for a plain
+	// queue, one payload or many.
+	const levels = `pgbus: --priority 5 is out of range: queue "alerts" has priority levels 0 to 2: give one of them (0 runs first)`
+	if msg := d.fails(t, 2, "send", "alerts", "{}", "--priority", "5"); !strings.Contains(msg, levels) {
+		t.Fatalf("send --priority 5 to a 3-level queue: %q\nwant %q", msg, levels)
+	}
+	if msg := d.failsIn(t, 2, "{}\n{}\n", "send", "alerts", "--ndjson", "-", "--priority", "5"); !strings.Contains(msg, levels) {
+		t.Fatalf("send --ndjson - --priority 5 to a 3-level queue: %q\nwant %q", msg, levels)
 	}
 	d.fails(t, 2, "send", "alerts", "{}", "--priority", "3")
 	if after := d.snapshot(t); after != before {
