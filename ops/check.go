@@ -48,6 +48,23 @@ func CheckQueueName(name string) error {
 	return explain(store.ValidatePhysicalName(name), hint(OpQueueStats, "lists the queues there are"))
 }
 
+// checkDeadQueueName checks the name of a queue or of its dead-letter
+// queue as the operations on dead messages take it (orders, orders_dlq,
+// or a priority level's, orders_p1, which they refuse naming its queue):
+// any other name is a queue's, which has a DLQ only within a queue name's
+// length (store.MaxQueueNameLen), and a longer one is refused as that,
+// not by the length of the DLQ name it would give.
+func checkDeadQueueName(name string) error {
+	if err := checkText("queue", name); err != nil {
+		return err
+	}
+	check := store.ValidateQueueName
+	if strings.HasSuffix(name, store.DLQSuffix) || store.IsLevelName(name) {
+		check = store.ValidatePhysicalName
+	}
+	return explain(check(name), hint(OpQueueStats, "lists the queues there are"))
+}
+
 // checkWorkQueue checks the name of a work queue, which a DLQ's is not,
 // or of one of its priority levels, naming the queues there are as the
 // next step.
@@ -319,7 +336,7 @@ func (r DLQPurgeRequest) Check() error {
 	if r.Queue == "" {
 		return nil
 	}
-	return CheckQueueName(r.Queue)
+	return checkDeadQueueName(r.Queue)
 }
 
 // Check checks the request without the database; the cursor's signature
@@ -348,7 +365,7 @@ func (r DLQShowRequest) Check() error {
 			with(hint(OpDLQList, "lists dead messages with their ids", "queue", r.Queue))
 	}
 	if q := strings.TrimSpace(r.Queue); q != "" {
-		return CheckQueueName(q)
+		return checkDeadQueueName(q)
 	}
 	return nil
 }

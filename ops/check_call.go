@@ -185,7 +185,7 @@ func (s *Service) CheckDeadQueue(ctx context.Context, queue string) (err error) 
 	if queue = strings.TrimSpace(queue); queue == "" {
 		return nil
 	}
-	if err := CheckQueueName(queue); err != nil {
+	if err := checkDeadQueueName(queue); err != nil {
 		return err
 	}
 	ctx, end, err := s.enter(ctx, "CheckDeadQueue", reads)

@@ -221,7 +221,7 @@ func (r DLQRestoreRequest) Check() error {
 		return fieldf("queue", "is required: ids are per queue, so give the queue whose DLQ the messages were discarded from").
 			with(hint(OpQueueStats, "lists the queues there are"))
 	}
-	if err := CheckQueueName(strings.TrimSpace(r.Queue)); err != nil {
+	if err := checkDeadQueueName(strings.TrimSpace(r.Queue)); err != nil {
 		return err
 	}
 	list := hint(OpDLQDiscarded, "lists the discarded messages with their ids", "queue", r.Queue)

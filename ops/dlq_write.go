@@ -463,7 +463,7 @@ func checkByIDs(f DeadFilter, limit int, ids []int64) ([]int64, error) {
 		return nil, err
 	}
 	if q := strings.TrimSpace(f.Queue); q != "" {
-		return ids, CheckQueueName(q)
+		return ids, checkDeadQueueName(q)
 	}
 	return ids, nil
 }

@@ -140,8 +140,8 @@ func (f DeadFilter) resolve(now time.Time) (store.DeadFilter, error) {
 	}
 	out := store.DeadFilter{Queue: strings.TrimSpace(f.Queue), Kind: f.Kind, ErrorClass: f.ErrorClass, Reason: f.Reason, Text: f.Text, Group: strings.TrimSpace(f.Group)}
 	if out.Queue != "" {
-		if err := store.ValidatePhysicalName(out.Queue); err != nil {
-			return out, explain(err, hint(OpQueueStats, "lists the queues there are"))
+		if err := checkDeadQueueName(out.Queue); err != nil {
+			return out, err
 		}
 	}
 	if out.Group != "" && !store.IsGroupKey(out.Group) {
