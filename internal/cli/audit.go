@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -34,7 +33,8 @@ transaction, which records how far it went as each commits: killed
 partway, its entry counts what it sent, and its next step is the same
 command with --from-line the line to go on from.
 
-Operations are named the same whoever called them: ` + strings.Join(ops.AuditedOps, ", ") + `.
+Operations are named the same whoever called them:
+` + wrapList(ops.AuditedOps, "  ", 78) + `.
 --tool also takes a tool name (pgbus_dlq_retry) or a command ("dlq retry").
 
 The worker processes' retention deletes entries older than the configuration

@@ -106,13 +106,13 @@ func (a *app) dlqSummaryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "summary",
 		Short: "Group dead messages by queue, kind, error class and message: the first stop",
-		Long: `Count dead messages by (source queue, kind, error class, error pattern), largest
-group first, with their reasons, first and last time seen, a few sample ids to
-show and the newest message's error (secrets redacted). The error pattern is
-the error message with numbers, ids, quoted values, e-mail addresses and hex
-replaced, so "order 42 failed" and "order 43 failed" are one group. A "came back:" line
-names each group whose newest message had been retried out of a DLQ before
-and died again: that retry did not fix the cause.
+		Long: `Count dead messages by (source queue, kind, error class, error pattern),
+largest group first, with their reasons, first and last time seen, a few
+sample ids to show and the newest message's error (secrets redacted). The
+error pattern is the error message with numbers, ids, quoted values, e-mail
+addresses and hex replaced, so "order 42 failed" and "order 43 failed" are one
+group. A "came back:" line names each group whose newest message had been
+retried out of a DLQ before and died again: that retry did not fix the cause.
 --by-field breaks each group down by a safe payload field (config safe_fields
 or PGBUS_SAFE_FIELDS). Up to 500 groups are listed; when there are more, a
 "next:" line gives the command for the next page (an opaque --cursor, valid
@@ -200,9 +200,9 @@ func (a *app) dlqShowCommand() *cobra.Command {
 		Annotations: map[string]string{idArgs: "true"},
 		Short:       "Show one dead message: why it died, its failures, headers and payload",
 		Long: `Show one dead message in full: the dead-letter block (reason, error class and
-message, backtrace, attempts), the failure history of every attempt
-(identical failures in a row as one line with their count; --full-history
-lists each), its headers and its payload (pretty JSON; --no-payload leaves it out). Secrets
+message, backtrace, attempts), the failure history of every attempt (identical
+failures in a row as one line with their count; --full-history lists each),
+its headers and its payload (pretty JSON; --no-payload leaves it out). Secrets
 in the payload, headers and error text are shown as [REDACTED]. --json prints
 the same result as the MCP tool pgbus_dlq_show. Without --queue, the id is
 looked up in every DLQ.`,
@@ -239,15 +239,15 @@ func (a *app) dlqRetryCommand() *cobra.Command {
 when that one is gone), without the dead-letter block and with
 pgbus_dlq_retries counting the trip. Each message moves in its own
 transaction; one that fails does not stop the rest. Every id gets an outcome:
-retried, not found (retried or discarded already), ambiguous (in several
-DLQs: pass --queue) or failed. A message whose deadline (pgbus_deadline) has
-passed fails: a worker would dead-letter it again without running it;
---clear-deadline removes the deadline so that it runs however late.
---rate N makes the messages visible N a second, one after another (see
-pgbus dlq retry-all). Exit
-code: 0 when all were retried, 1 when any failed, 2 when any is ambiguous and none was retried (1 when others were),
-3 when some were not found (or another call moved them meanwhile). At most 100 ids
-a call: for more, select them with retry-all and filters.
+retried, not found (retried or discarded already), ambiguous (in several DLQs:
+pass --queue) or failed. A message whose deadline (pgbus_deadline) has passed
+fails: a worker would dead-letter it again without running it;
+--clear-deadline removes the deadline so that it runs however late. --rate N
+makes the messages visible N a second, one after another (see pgbus dlq
+retry-all). Exit code: 0 when all were retried, 1 when any failed, 2 when any
+is ambiguous and none was retried (1 when others were), 3 when some were not
+found (or another call moved them meanwhile). At most 100 ids a call: for
+more, select them with retry-all and filters.
 
 --payload retries one message with a corrected payload; the original is kept
 in the DLQ's archive and the replacement noted in its history. A payload that
@@ -473,14 +473,14 @@ func (a *app) dlqDiscardCommand() *cobra.Command {
 		Long: `Discard dead messages: they move to the DLQ's archive, where they stay until
 pgbus dlq purge or the queue's dead retention (30 days by default) deletes
 them; until then pgbus dlq discarded lists them and pgbus dlq restore brings
-them back into the DLQ. Give ids, or filters (--all for
-every dead message; --queue alone needs --all or --limit too, so that a
-list of ids that came out empty never selects a whole DLQ). Discarding one id needs no confirmation; more than one,
-or any discard by filter, needs --yes. --dry-run shows what would be
-discarded and changes nothing; by filter it prints the --expect that makes
-the real call discard exactly those messages, in one transaction, or
-nothing when the selection changed meanwhile. Ids get outcomes and exit
-codes as in pgbus dlq retry. --json prints the same result as the MCP tool
+them back into the DLQ. Give ids, or filters (--all for every dead message;
+--queue alone needs --all or --limit too, so that a list of ids that came out
+empty never selects a whole DLQ). Discarding one id needs no confirmation;
+more than one, or any discard by filter, needs --yes. --dry-run shows what
+would be discarded and changes nothing; by filter it prints the --expect that
+makes the real call discard exactly those messages, in one transaction, or
+nothing when the selection changed meanwhile. Ids get outcomes and exit codes
+as in pgbus dlq retry. --json prints the same result as the MCP tool
 pgbus_dlq_discard.`,
 		Example: `  pgbus dlq discard 42 --queue orders
   pgbus dlq discard 42 43 44 --queue orders --yes

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -239,6 +240,22 @@ func TestGivenBackJobsHelpSaysWhenTheyRunAgain(t *testing.T) {
 		help := strings.Join(strings.Fields(pgbus(t, nil, append(path, "--help")...).stdout), " ")
 		if !strings.Contains(help, "visible again at once") || !strings.Contains(help, "ignored the") && !strings.Contains(help, "ignores the") {
 			t.Errorf("pgbus %s --help does not say that a job given back runs again at once unless its handler ignored the stop:\n%s", strings.Join(path, " "), help)
+		}
+	}
+}
+
+// Every command's description, before its usage, is wrapped: no line of
+// its paragraphs is longer than 80 characters, where pgbus help queue had
+// one of 107 in the middle of a paragraph. Indented lines (commands,
+// tables, SQL to copy) are left as they are written.
+func TestHelpDescriptionsAreWrapped(t *testing.T) {
+	t.Parallel()
+	for _, page := range defaultHelpPages(t) {
+		intro, _, _ := strings.Cut(page.stdout, "\nUsage:")
+		for line := range strings.Lines(intro) {
+			if line = strings.TrimRight(line, "\n"); !strings.HasPrefix(line, " ") && utf8.RuneCountInString(line) > 80 {
+				t.Errorf("pgbus %s --help: a line of %d characters in its description: %q", page.name(), utf8.RuneCountInString(line), line)
+			}
 		}
 	}
 }

@@ -90,9 +90,9 @@ func (a *app) workersCommand() *cobra.Command {
 		Long: `List the worker processes (pgbus work, pgbus serve with workers, Go programs
 embedding the engine) seen in the last 24 hours: host, pid, queues,
 concurrency, start, last heartbeat and status. A stale worker stopped
-heartbeating without shutting down: its running messages come back after
-their visibility timeout. STOP ERROR begins the error a stopped worker
-stopped on (--json has more of it). --json prints the same result as the MCP tool
+heartbeating without shutting down: its running messages come back after their
+visibility timeout. STOP ERROR begins the error a stopped worker stopped on
+(--json has more of it). --json prints the same result as the MCP tool
 pgbus_workers.`,
 		Example: `  pgbus workers`,
 		Args:    cobra.NoArgs,

@@ -29,11 +29,11 @@ func (a *app) queuesCommand() *cobra.Command {
   MAX RUNS    max_retries: runs per message before it is dead-lettered
   BACKOFF     the range of the waits between runs
 
-A queue whose table holds more than 1,000,000 messages or 32 MB is not counted at
-each read: its DEPTH and READY come from the database's statistics, marked
-~ (counts_estimated in --json), which follow sends and deletes within
-seconds and may be several percent off, while RUNNING, RETRYING, SCHEDULED
-and OLDEST READY stay exact. ARCHIVED is estimated likewise, marked ~
+A queue whose table holds more than 1,000,000 messages or 32 MB is not counted
+at each read: its DEPTH and READY come from the database's statistics, marked
+~ (counts_estimated in --json), which follow sends and deletes within seconds
+and may be several percent off, while RUNNING, RETRYING, SCHEDULED and OLDEST
+READY stay exact. ARCHIVED is estimated likewise, marked ~
 (archived_estimated), for an archive of more than 100,000 messages.
 
 --json prints the same result as the MCP tool pgbus_queue_stats.`,
@@ -64,8 +64,8 @@ func (a *app) queueCommand() *cobra.Command {
 		Short: "Create, drop, pause, resume or purge a queue, list its live messages, or run its retries now",
 		Long: `Manage queues. A queue X is the PGMQ tables pgmq.q_X and pgmq.a_X (its
 archive) plus its dead-letter queue X_dlq; names match ^[a-z][a-z0-9_]*$ and
-are at most 43 characters, so that X_dlq fits PGMQ's 47. Retry settings are kept in the database and shared
-by every worker process.`,
+are at most 43 characters, so that X_dlq fits PGMQ's 47. Retry settings are
+kept in the database and shared by every worker process.`,
 		Example: `  pgbus queue create orders --max-retries 8 --backoff 10s --backoff-max 10m
   pgbus queue create alerts --priorities 3
   pgbus queue messages orders --state retrying

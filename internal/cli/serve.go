@@ -93,18 +93,18 @@ absolute, the URL's password redacted): copied, it reaches the same database.
 Embedded workers work the queues named by --queue NAME[:N] (with --handler),
 or PGBUS_QUEUES (with PGBUS_HANDLER), or else the queues of the configuration
 file with their handlers, exactly as pgbus work does, with the same
---concurrency, --poll-interval, --drain-timeout and --no-listen; with none of them, serve
-runs no workers and only answers agents. --no-workers runs none whatever the
-configuration file and PGBUS_QUEUES name: an agents' server that shares the
-workers' configuration file (its safe_fields, say) on a machine that does
-not run their handlers, or with a role that may only read.
+--concurrency, --poll-interval, --drain-timeout and --no-listen; with none of
+them, serve runs no workers and only answers agents. --no-workers runs none
+whatever the configuration file and PGBUS_QUEUES name: an agents' server that
+shares the workers' configuration file (its safe_fields, say) on a machine
+that does not run their handlers, or with a role that may only read.
 
 Monitoring: over http and sse the same address serves Prometheus metrics at
 /metrics (with the bearer token, when one is set) and the probes /livez and
-/readyz (without it; /readyz answers 503 while the database does not
-answer or a queue the embedded workers work is STALLED, and once they
-stopped on an error, which pgbus_health reports too: they are not started
-again until serve restarts). --metrics-addr serves the three on a port of their own, over any
+/readyz (without it; /readyz answers 503 while the database does not answer or
+a queue the embedded workers work is STALLED, and once they stopped on an
+error, which pgbus_health reports too: they are not started again until serve
+restarts). --metrics-addr serves the three on a port of their own, over any
 transport, stdio included.`,
 		Example: `  pgbus serve
   pgbus serve --read-only

@@ -166,7 +166,8 @@ Queues declared in the configuration file are created when missing and get the
 file's retry settings. Queues named only on the command line must exist
 (pgbus queue create).
 
-Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + ` (demo: the flaky simulated downstream of pgbus demo).
+Built-in handler types: ` + strings.Join(handlers.Types(), ", ") + `
+(demo: the flaky simulated downstream of pgbus demo).
 
 --metrics-addr HOST:PORT serves Prometheus metrics at /metrics and the probes
 /livez and /readyz (503 while the database does not answer or a queue it
