@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -262,11 +261,9 @@ func TestRetryGuardedRefusedAfterTheQueueWasMadeAgain(t *testing.T) {
 	if err != nil || dry.Retried != 2 {
 		t.Fatalf("dry run = %+v, %v", dry, err)
 	}
-	// Made again outside pgbus (pgmq.drop_queue, pgmq.create), the DLQ
-	// hands its ids out from 1 again.
-	dlq := store.DLQName(q)
-	pgtest.DropOutside(t, s, dlq)
-	pgtest.Exec(t, s.Pool().Config().ConnString(), `DELETE FROM pgbus.failures WHERE queue_name = '`+dlq+`'`)
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.CreateQueue(ctx, q); err != nil {
 		t.Fatal(err)
 	}

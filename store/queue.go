@@ -269,93 +269,20 @@ func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error
 	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, queueTable(name)).Scan(&exists); err != nil {
 		return fmt.Errorf("store: create queue %q: %w", name, err)
 	}
-	var floor int64
 	if !exists {
 		// A table made anew hands its ids out from 1 again. What is left
 		// under the name from a table dropped outside pgbus (as PGMQ's
 		// drop_queue drops one) speaks of the old table's messages, and
 		// would attach to the new ones of the same ids.
-		var err error
-		if floor, err = idFloor(ctx, tx, name); err != nil {
-			return err
-		}
 		if err := forgetMessages(ctx, tx, name); err != nil {
 			return err
 		}
 	}
-	if err := createTables(ctx, tx, name, fns); err != nil {
-		return err
-	}
-	if err := startIDsAfter(ctx, tx, name, floor); err != nil {
-		return err
-	}
-	return createDLQIndex(ctx, tx, name)
-}
-
-// idFloor returns the highest id physical queue name is known to have
-// handed out before its table went: noted by pgbus's drop, or, for a
-// table dropped outside pgbus, held in its messages' history and keys.
-func idFloor(ctx context.Context, tx pgx.Tx, name string) (int64, error) {
-	noted, err := floorsNoted(ctx, tx)
-	if err != nil {
-		return 0, fmt.Errorf("store: create queue %q: %w", name, err)
-	}
-	fromNotes := `NULL::bigint`
-	if noted {
-		fromNotes = `(SELECT last_id FROM pgbus.queue_id_floors WHERE queue_name = $1)`
-	}
-	var floor int64
-	err = tx.QueryRow(ctx, `SELECT greatest(`+fromNotes+`,
-			(SELECT max(msg_id) FROM pgbus.failures WHERE queue_name = $1),
-			(SELECT max(msg_id) FROM pgbus.idempotency_keys WHERE queue_name = $1),
-			0)`, name).Scan(&floor)
-	if err != nil {
-		return 0, fmt.Errorf("store: create queue %q: read the ids its name had: %w", name, err)
-	}
-	return floor, nil
-}
-
-// floorsNoted reports whether the schema notes the ids of dropped queues
-// (pgbus.queue_id_floors, migration 32): a schema older than that,
-// which a store opened on it to migrate it works on, has no notes to read
-// or write.
-func floorsNoted(ctx context.Context, tx pgx.Tx) (bool, error) {
-	var noted bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('pgbus.queue_id_floors') IS NOT NULL`).Scan(&noted); err != nil {
-		return false, fmt.Errorf("look for pgbus.queue_id_floors: %w", err)
-	}
-	return noted, nil
-}
-
-// startIDsAfter makes the new table of physical queue name hand out ids
-// after floor, the highest its name had, so that its messages take no id,
-// and so no default idempotency key, of a message the name had before.
-func startIDsAfter(ctx context.Context, tx pgx.Tx, name string, floor int64) error {
-	if floor <= 0 {
-		return nil
-	}
-	if _, err := tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence($1, 'msg_id'), $2)`, queueTable(name), floor); err != nil {
-		return fmt.Errorf("store: create queue %q: start its ids after %d, the highest its name had: %w", name, floor, err)
-	}
-	if noted, err := floorsNoted(ctx, tx); err != nil || !noted {
-		return err
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO pgbus.queue_id_floors (queue_name, last_id) VALUES ($1, $2)
-		ON CONFLICT (queue_name) DO UPDATE SET last_id = greatest(pgbus.queue_id_floors.last_id, excluded.last_id)`, name, floor)
-	if err != nil {
-		return fmt.Errorf("store: create queue %q: note the highest id its name had: %w", name, err)
-	}
-	return nil
-}
-
-// createTables creates the tables of physical queue name: with PGMQ's
-// pgmq.create when fns, else as pgmq.create would.
-func createTables(ctx context.Context, tx pgx.Tx, name string, fns bool) error {
 	if fns {
 		if _, err := tx.Exec(ctx, `SELECT pgmq.create($1)`, name); err != nil {
 			return fmt.Errorf("store: create queue %q with pgmq.create: %w", name, err)
 		}
-		return nil
+		return createDLQIndex(ctx, tx, name)
 	}
 	q, a := queueTable(name), archiveTable(name)
 	vtIdx := pgx.Identifier{"q_" + name + "_vt_idx"}.Sanitize()
@@ -387,7 +314,7 @@ func createTables(ctx context.Context, tx pgx.Tx, name string, fns bool) error {
 	if err != nil {
 		return fmt.Errorf("store: register queue %q in pgmq.meta: %w", name, err)
 	}
-	return nil
+	return createDLQIndex(ctx, tx, name)
 }
 
 // createDLQIndex indexes a dead-letter queue for its newest-first keyset
@@ -536,9 +463,6 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, 
 		return false, fmt.Errorf("store: drop queue %q: %w", name, err)
 	}
 	if exists {
-		if err := noteLastID(ctx, tx, name); err != nil {
-			return false, err
-		}
 		if err := dropTables(ctx, tx, name, ext); err != nil {
 			return false, err
 		}
@@ -554,42 +478,6 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, 
 		return false, nil
 	}
 	return true, dropDLQGroups(ctx, tx, name)
-}
-
-// noteLastID notes the highest id physical queue name handed out, which
-// its sequence holds (the archive's ids came from it), so that a queue made
-// under the name again starts after it.
-func noteLastID(ctx context.Context, tx pgx.Tx, name string) error {
-	if noted, err := floorsNoted(ctx, tx); err != nil || !noted {
-		if err != nil {
-			return fmt.Errorf("store: drop queue %q: %w", name, err)
-		}
-		return nil
-	}
-	// A table may be gone while PGMQ still lists the queue (a restore
-	// that left the tables out): what is there is read.
-	var table, archive bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL`,
-		queueTable(name), archiveTable(name)).Scan(&table, &archive); err != nil {
-		return fmt.Errorf("store: drop queue %q: %w", name, err)
-	}
-	highest := []string{"0"}
-	if table {
-		highest = append(highest, `(SELECT last_value FROM pg_catalog.pg_sequences
-				WHERE format('%I.%I', schemaname, sequencename) = pg_get_serial_sequence($2, 'msg_id'))`,
-			`(SELECT max(msg_id) FROM `+queueTable(name)+`)`)
-	}
-	if archive {
-		highest = append(highest, `(SELECT max(msg_id) FROM `+archiveTable(name)+`)`)
-	}
-	_, err := tx.Exec(ctx, `INSERT INTO pgbus.queue_id_floors (queue_name, last_id)
-		SELECT $1::text, greatest(`+strings.Join(highest, ", ")+`) WHERE $2::text IS NOT NULL
-		ON CONFLICT (queue_name) DO UPDATE SET last_id = greatest(pgbus.queue_id_floors.last_id, excluded.last_id)`,
-		name, queueTable(name))
-	if err != nil {
-		return fmt.Errorf("store: drop queue %q: note the highest id it handed out: %w", name, err)
-	}
-	return nil
 }
 
 // dropTables drops the tables of physical queue name, with pgmq.drop_queue
