@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -86,7 +88,7 @@ func (c *Client) SendOrFind(ctx context.Context, queue string, payload any, opts
 		return 0, false, err
 	}
 	if !opts.Deadline.IsZero() {
-		if err := CheckDeadline(c.serverNow(ctx), opts); err != nil {
+		if err := CheckDeadline(c.serverNow(ctx, nil), opts); err != nil {
 			return 0, false, err
 		}
 	}
@@ -102,7 +104,7 @@ func (c *Client) SendOrFind(ctx context.Context, queue string, payload any, opts
 }
 
 func (c *Client) sendTo(ctx context.Context, queue string, priority int, m store.NewMessage) (int64, bool, error) {
-	target, err := c.sendTarget(ctx, queue, priority)
+	target, err := c.sendTarget(ctx, nil, queue, priority)
 	if err != nil {
 		return 0, false, err
 	}
@@ -146,25 +148,19 @@ type sendLayout struct {
 const sendLayoutFresh = 5 * time.Second
 
 // sendTarget picks the physical queue of a send: the queue itself, or its
-// sub-queue of the given priority level.
-func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (string, error) {
+// sub-queue of the given priority level. A layout read over sendLayoutFresh
+// ago is read again: in tx, for a send in the caller's transaction, which
+// may hold the last connection of a pool the caller shares with the
+// store; else on the store's pool.
+func (c *Client) sendTarget(ctx context.Context, tx pgx.Tx, queue string, priority int) (string, error) {
 	cached, ok := c.sendQueues.Load(queue)
 	if ok && time.Since(cached.(sendLayout).read) > sendLayoutFresh {
 		ok = false
 	}
 	if !ok {
-		list, err := c.store.PhysicalQueues(ctx, queue)
+		list, err := c.readLayout(ctx, tx, queue)
 		if err != nil {
 			return "", err
-		}
-		if len(list) == 1 {
-			// A level's name reads as a queue without levels: the send
-			// went to that level whatever its priority said.
-			if base, level, isLevel, err := c.store.LevelOf(ctx, queue); err != nil {
-				return "", err
-			} else if isLevel {
-				return "", fmt.Errorf("%w: queue %q is priority level %d of queue %q: send to %s with priority %d", store.ErrInvalid, queue, level, base, base, level)
-			}
 		}
 		cached = sendLayout{physical: list, read: time.Now()}
 		c.sendQueues.Store(queue, cached)
@@ -177,6 +173,41 @@ func (c *Client) sendTarget(ctx context.Context, queue string, priority int) (st
 		return "", fmt.Errorf("%w: queue %q has no priority levels; send with priority 0 or create it with levels%w", store.ErrInvalid, queue, quiet{errors.Join(errLevels, ErrNoPriorityLevels)})
 	}
 	return list[max(priority, 0)], nil
+}
+
+// readLayout reads the physical queues of a send target, in tx when it is
+// not nil, refusing a priority level's name.
+func (c *Client) readLayout(ctx context.Context, tx pgx.Tx, queue string) ([]string, error) {
+	var list []string
+	var base string
+	var level int
+	if tx != nil {
+		l, err := c.store.LayoutInTx(ctx, tx, queue)
+		if err != nil {
+			return nil, err
+		}
+		list, base, level = l.Physical, l.Base, l.Level
+	} else {
+		var err error
+		if list, err = c.store.PhysicalQueues(ctx, queue); err != nil {
+			return nil, err
+		}
+		if len(list) == 1 {
+			b, lv, isLevel, err := c.store.LevelOf(ctx, queue)
+			if err != nil {
+				return nil, err
+			}
+			if isLevel {
+				base, level = b, lv
+			}
+		}
+	}
+	if len(list) == 1 && base != "" {
+		// A level's name reads as a queue without levels: the send
+		// would go to that level whatever its priority said.
+		return nil, fmt.Errorf("%w: queue %q is priority level %d of queue %q: send to %s with priority %d", store.ErrInvalid, queue, level, base, base, level)
+	}
+	return list, nil
 }
 
 // NewMessage builds the store message for a payload and options, checking
@@ -269,11 +300,18 @@ const (
 // serverNow is the database server's time, as store.Now gives it once
 // measured within clockSyncEvery. A measure that fails keeps the last
 // (none: this host's clock): the send then says what is wrong.
-func (c *Client) serverNow(ctx context.Context) time.Time {
+//
+// A send in the caller's transaction tx (not nil) measures it in tx, which
+// may hold the last connection of a pool the caller shares with the store.
+func (c *Client) serverNow(ctx context.Context, tx pgx.Tx) time.Time {
 	if _, at := c.store.ClockSkew(); at.IsZero() || time.Since(at) >= clockSyncEvery {
 		ctx, cancel := context.WithTimeout(ctx, clockSyncWait)
 		defer cancel()
-		_, _ = c.store.SyncClock(ctx)
+		if tx != nil {
+			_, _ = c.store.SyncClockInTx(ctx, tx)
+		} else {
+			_, _ = c.store.SyncClock(ctx)
+		}
 	}
 	return c.store.Now()
 }

@@ -35,8 +35,12 @@ type BatchMessage struct {
 // same errors. A delay counts from the send, not from the commit, and the
 // message's enqueue time is tx's start (PostgreSQL's now()). The observers
 // see the send when tx writes it, not when tx commits. It creates no queue: the queue must exist, created and
-// committed, before the send. The queue's priority levels are read on the
-// client's own pool, once, as Send reads them; the rest runs in tx.
+// committed, before the send. Everything it reads runs in tx, as its
+// write does: the queue's priority levels (when the client has not read
+// them within the last 5 seconds), which database tx is on, the database
+// server's clock for a deadline. It needs no other connection, so a
+// service whose pool the store shares (store.New) sends in a transaction
+// holding that pool's last connection.
 //
 // An error that wraps store.ErrTxFailed came from PostgreSQL inside tx,
 // which is then aborted: roll it back (say, a JSON number jsonb cannot
@@ -97,7 +101,7 @@ func (c *Client) SendBatch(ctx context.Context, queue string, msgs []BatchMessag
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: SendBatch needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
 	}
-	return c.sendBatch(ctx, "SendBatch", queue, msgs, c.store.SendRouted)
+	return c.sendBatch(ctx, nil, "SendBatch", queue, msgs, c.store.SendRouted)
 }
 
 // SendBatchNoted is SendBatch that also writes note, a pending entry of
@@ -109,7 +113,7 @@ func (c *Client) SendBatchNoted(ctx context.Context, queue string, msgs []BatchM
 	if ctx == nil {
 		return nil, 0, fmt.Errorf("%w: SendBatchNoted needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
 	}
-	ids, err = c.sendBatch(ctx, "SendBatch", queue, msgs, func(ctx context.Context, built []store.TxMessage) ([]int64, error) {
+	ids, err = c.sendBatch(ctx, nil, "SendBatch", queue, msgs, func(ctx context.Context, built []store.TxMessage) ([]int64, error) {
 		var ids []int64
 		var err error
 		ids, noteID, err = c.store.SendRoutedNoted(ctx, built, note)
@@ -128,15 +132,16 @@ func (c *Client) sendTx(ctx context.Context, tx pgx.Tx, fn, queue string, msgs [
 	if err := store.CheckTx(tx); err != nil {
 		return nil, err
 	}
-	return c.sendBatch(ctx, fn, queue, msgs, func(ctx context.Context, built []store.TxMessage) ([]int64, error) {
+	return c.sendBatch(ctx, tx, fn, queue, msgs, func(ctx context.Context, built []store.TxMessage) ([]int64, error) {
 		return c.store.SendTx(ctx, tx, built)
 	})
 }
 
 // sendBatch checks, observes and routes a batch for SendBatch and the
-// sends in a transaction, which differ only in the write: in the caller's
-// transaction, or in one of the store's own.
-func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMessage, write func(context.Context, []store.TxMessage) ([]int64, error)) (ids []int64, err error) {
+// sends in a transaction, which differ in the write (in the caller's
+// transaction, or in one of the store's own) and in where they read what
+// they need: in tx, the caller's transaction, when it is not nil.
+func (c *Client) sendBatch(ctx context.Context, tx pgx.Tx, fn, queue string, msgs []BatchMessage, write func(context.Context, []store.TxMessage) ([]int64, error)) (ids []int64, err error) {
 	if len(msgs) == 0 || len(msgs) > store.MaxBatch {
 		return nil, fmt.Errorf("%w: %s: a batch holds 1 to %d messages, not %d", store.ErrInvalid, fn, store.MaxBatch, len(msgs))
 	}
@@ -176,7 +181,7 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 			continue
 		}
 		if now.IsZero() {
-			now = c.serverNow(ctx)
+			now = c.serverNow(ctx, tx)
 		}
 		if err := CheckDeadline(now, m.Options); err != nil {
 			if len(msgs) > 1 {
@@ -186,13 +191,13 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 		}
 	}
 	_, cached := c.sendQueues.Load(queue)
-	ids, err = c.routeBatch(ctx, queue, msgs, built, write)
+	ids, err = c.routeBatch(ctx, tx, queue, msgs, built, write)
 	if cached && (errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTxFailed) || errors.Is(err, errLevels)) {
 		// As in Send: the layout read may be stale. Nothing was written,
 		// and a caller's transaction is intact: the store found the queue
 		// missing before writing, or its own transaction rolled back.
 		c.sendQueues.Delete(queue)
-		ids, err = c.routeBatch(ctx, queue, msgs, built, write)
+		ids, err = c.routeBatch(ctx, tx, queue, msgs, built, write)
 	}
 	return ids, c.nameRefused(ctx, fn, built, err)
 }
@@ -200,7 +205,9 @@ func (c *Client) sendBatch(ctx context.Context, fn, queue string, msgs []BatchMe
 // nameRefused names, in err, the message of a batch whose value PostgreSQL
 // refused (a number beyond what jsonb holds): the batch's statement fails
 // on it without saying which, so the store is asked, message by message,
-// which one it refuses; that costs a round trip on this failure only.
+// which one it refuses; that costs a round trip on this failure only, on
+// a connection made beside the pool when the pool has none free (the
+// caller's aborted transaction may hold its last).
 // The store's own refusal of a message (a *store.MessageError) becomes a
 // *BatchMessageError holding its index. Every other refusal of a batch
 // names its message already, or is the whole batch's: too many idempotency keys, or (in the caller's
@@ -248,10 +255,11 @@ func (e *BatchMessageError) Error() string {
 
 func (e *BatchMessageError) Unwrap() error { return e.Err }
 
-// routeBatch routes each message to its physical queue and writes them.
-func (c *Client) routeBatch(ctx context.Context, queue string, msgs []BatchMessage, built []store.TxMessage, write func(context.Context, []store.TxMessage) ([]int64, error)) ([]int64, error) {
+// routeBatch routes each message to its physical queue, reading the
+// queue's layout in tx when it is not nil, and writes them.
+func (c *Client) routeBatch(ctx context.Context, tx pgx.Tx, queue string, msgs []BatchMessage, built []store.TxMessage, write func(context.Context, []store.TxMessage) ([]int64, error)) ([]int64, error) {
 	for i := range built {
-		target, err := c.sendTarget(ctx, queue, msgs[i].Options.Priority)
+		target, err := c.sendTarget(ctx, tx, queue, msgs[i].Options.Priority)
 		if err != nil {
 			// Only a refusal of the message is the message's: the queue
 			// missing or the context ended is the whole batch's.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Now returns the time on the database server's clock, as SyncClock last
@@ -36,9 +38,25 @@ func (s *Store) ClockSkew() (time.Duration, time.Time) {
 // the noise of one query. It returns the difference (the server's ahead
 // when positive).
 func (s *Store) SyncClock(ctx context.Context) (time.Duration, error) {
+	return s.syncClock(ctx, s.reads)
+}
+
+// SyncClockInTx is SyncClock measured in the caller's transaction tx,
+// which may hold the last connection of a pool pgbus shares: it asks no
+// connection of the pool. Its statement reads only the clock; it fails
+// only where tx could run nothing (committed, aborted, its connection
+// lost).
+func (s *Store) SyncClockInTx(ctx context.Context, tx pgx.Tx) (time.Duration, error) {
+	if err := CheckTx(tx); err != nil {
+		return 0, err
+	}
+	return s.syncClock(ctx, tx)
+}
+
+func (s *Store) syncClock(ctx context.Context, db rowQuerier) (time.Duration, error) {
 	var server time.Time
 	sent := time.Now()
-	if err := s.reads.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&server); err != nil {
+	if err := db.QueryRow(ctx, `SELECT pg_catalog.clock_timestamp()`).Scan(&server); err != nil {
 		return 0, fmt.Errorf("store: read the database server's clock: %w", err)
 	}
 	took := time.Since(sent) // on the monotonic clock

@@ -80,6 +80,76 @@ func (s *Store) SendTx(ctx context.Context, tx pgx.Tx, msgs []TxMessage) ([]int6
 	return ids, nil
 }
 
+// TxLayout is a send target's layout as LayoutInTx reads it in a caller's
+// transaction.
+type TxLayout struct {
+	// Physical are the queue's physical queues, as PhysicalQueues
+	// returns them.
+	Physical []string
+	// Base is the queue the name is a priority level of, as LevelOf
+	// reports it, and Level that level; Base is "" for a name that is no
+	// level.
+	Base  string
+	Level int
+}
+
+// LayoutInTx reads, in the caller's transaction tx, what PhysicalQueues
+// and LevelOf read on the pool: the physical queues of the send target
+// name, and whether name is a priority level of another queue. It needs no
+// connection of the pool, whose last one tx may hold, and it checks tx as
+// SendTx does: open and on this store's database. Its first statement
+// reads only the catalog, so that a database without pgbus's schema, or a
+// role that may not read it, is refused with tx as it was; an error
+// PostgreSQL raises inside tx after it wraps ErrTxFailed.
+func (s *Store) LayoutInTx(ctx context.Context, tx pgx.Tx, name string) (TxLayout, error) {
+	if err := CheckTx(tx); err != nil {
+		return TxLayout{}, err
+	}
+	if err := ValidatePhysicalName(name); err != nil {
+		return TxLayout{}, err
+	}
+	var id dbIdentity
+	var exists, readable bool
+	err := tx.QueryRow(ctx, `SELECT current_database(), pg_postmaster_start_time(),
+			to_regclass('pgbus.queues') IS NOT NULL, coalesce(has_table_privilege(to_regclass('pgbus.queues'), 'SELECT'), false)`).
+		Scan(&id.database, &id.started, &exists, &readable)
+	if err != nil {
+		return TxLayout{}, txErr(err)
+	}
+	if err := s.sameDatabase(ctx, tx, id); err != nil {
+		return TxLayout{}, err
+	}
+	switch {
+	case !exists:
+		return TxLayout{}, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(
+			"queue %q: the database has no pgbus schema; migrate it first (Store.Migrate) with a role that may create tables; nothing was written, and the transaction goes on", name)}
+	case !readable:
+		return TxLayout{}, fmt.Errorf("store: physical queues of %q: the role may not read pgbus.queues, which holds each queue's priority levels: grant it SELECT on pgbus.queues; nothing was written, and the transaction goes on", name)
+	}
+	base, level, isLevel := splitLevel(name)
+	var baseArg any
+	if isLevel {
+		baseArg = base
+	}
+	var levels, baseLevels *int
+	if err := tx.QueryRow(ctx, `SELECT (SELECT priorities FROM pgbus.queues WHERE queue_name = $1),
+			(SELECT priorities FROM pgbus.queues WHERE queue_name = $2)`, name, baseArg).Scan(&levels, &baseLevels); err != nil {
+		return TxLayout{}, txFailed(fmt.Errorf("store: send in a transaction: physical queues of %q: %w", name, err))
+	}
+	l := TxLayout{Physical: physicalNames(name, deref(levels))}
+	if isLevel && level < deref(baseLevels) {
+		l.Base, l.Level = base, level
+	}
+	return l, nil
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
 // SendRouted is SendTx in a transaction of the store's own: it enqueues
 // msgs, to one or more physical queues, all or none, and returns their ids
 // in order, committed. Every message is checked before anything is
@@ -313,7 +383,7 @@ func (s *Store) checkTxTargets(ctx context.Context, tx pgx.Tx, queues []string) 
 	if err != nil {
 		return txErr(err)
 	}
-	if err := s.sameDatabase(ctx, id); err != nil {
+	if err := s.sameDatabase(ctx, tx, id); err != nil {
 		return err
 	}
 	if len(missing) > 0 {
@@ -354,23 +424,57 @@ type dbIdentity struct {
 }
 
 // sameDatabase refuses, as ErrInvalid, a transaction on a database other
-// than the store's. The store's identity is read once, and again when a
-// transaction does not match it, as after a restart of the server.
-func (s *Store) sameDatabase(ctx context.Context, tx dbIdentity) error {
+// than the store's. It asks no connection of the store's pool for a
+// transaction on one of them, or on a connection made to the same
+// address and database (a service sharing its pool with pgbus sends in a
+// transaction that may hold the pool's last connection): what tx read of
+// itself is then the store's database too. Else the store's identity is
+// read once, and again when a transaction does not match it, as after a
+// restart of the server: on the pool when it has a connection free, or on
+// a connection made beside it (diagnose) when it has none.
+func (s *Store) sameDatabase(ctx context.Context, tx pgx.Tx, id dbIdentity) error {
 	own := s.identity.Load()
-	if own == nil || !own.started.Equal(tx.started) || own.database != tx.database {
-		var fresh dbIdentity
-		if err := s.reads.QueryRow(ctx, `SELECT current_database(), pg_postmaster_start_time()`).Scan(&fresh.database, &fresh.started); err != nil {
-			return fmt.Errorf("store: send in a transaction: read which database the store is on: %w", err)
-		}
-		s.identity.Store(&fresh)
-		own = &fresh
+	if own != nil && own.started.Equal(id.started) && own.database == id.database {
+		return nil
 	}
+	if s.sameAddress(tx) {
+		s.identity.Store(&id)
+		return nil
+	}
+	var fresh dbIdentity
+	err := s.diagnose(ctx, "send in a transaction: read which database the store is on", func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT current_database(), pg_postmaster_start_time()`)
+		if err != nil {
+			return err
+		}
+		fresh, err = pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (dbIdentity, error) {
+			var d dbIdentity
+			err := row.Scan(&d.database, &d.started)
+			return d, err
+		})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: send in a transaction: read which database the store is on: %w", err)
+	}
+	s.identity.Store(&fresh)
 	switch {
-	case own.database != tx.database:
-		return invalidf("send in a transaction: the transaction is on database %q, the store on %q: begin it on a pool of the store's database, so that workers see the messages; nothing was written, and the transaction goes on", tx.database, own.database)
-	case !own.started.Equal(tx.started):
-		return invalidf("send in a transaction: the transaction is on database %q of another server than the store's: begin it on a pool of the store's server, so that workers see the messages; nothing was written, and the transaction goes on", tx.database)
+	case fresh.database != id.database:
+		return invalidf("send in a transaction: the transaction is on database %q, the store on %q: begin it on a pool of the store's database, so that workers see the messages; nothing was written, and the transaction goes on", id.database, fresh.database)
+	case !fresh.started.Equal(id.started):
+		return invalidf("send in a transaction: the transaction is on database %q of another server than the store's: begin it on a pool of the store's server, so that workers see the messages; nothing was written, and the transaction goes on", id.database)
 	}
 	return nil
+}
+
+// sameAddress reports whether tx's connection was made to the host, port
+// and database the store's pool connects to, as the connections of the
+// pool itself are.
+func (s *Store) sameAddress(tx pgx.Tx) bool {
+	conn := tx.Conn()
+	if conn == nil {
+		return false
+	}
+	got, own := conn.Config(), s.pool.Config().ConnConfig
+	return got.Host == own.Host && got.Port == own.Port && got.Database == own.Database
 }

@@ -526,7 +526,10 @@ func (s *Store) DropConnections() { s.pool.Reset() }
 // A batch is sent in one statement, whose failure on such a value does
 // not say which message held it: a caller whose batch failed so asks
 // here, after the fact, to name the message. It casts each message alone,
-// in one round trip that writes nothing.
+// in one round trip that writes nothing, on the pool when it has a
+// connection free, else on a connection made beside it: a caller whose
+// batch failed in its own transaction, aborted now, may hold the pool's
+// last connection until it rolls back.
 func (s *Store) RefusedMessage(ctx context.Context, msgs []NewMessage) int {
 	b := &pgx.Batch{}
 	for _, m := range msgs {
@@ -537,9 +540,26 @@ func (s *Store) RefusedMessage(ctx context.Context, msgs []NewMessage) int {
 		}
 		b.Queue(`SELECT $1::text::jsonb IS NULL, $2::text::jsonb IS NULL`, string(m.Payload), h)
 	}
-	br := s.pool.SendBatch(ctx, b)
-	defer br.Close()
-	for i := range msgs {
+	refused := -1
+	_ = s.diagnose(ctx, "name the message PostgreSQL refuses", func(q querier) error {
+		var br pgx.BatchResults
+		if conn, ok := q.(interface {
+			SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+		}); ok {
+			br = conn.SendBatch(ctx, b)
+		} else {
+			br = s.pool.SendBatch(ctx, b)
+		}
+		defer br.Close()
+		refused = refusedIn(br, len(msgs))
+		return nil
+	})
+	return refused
+}
+
+// refusedIn is RefusedMessage's answer from the results of its n casts.
+func refusedIn(br pgx.BatchResults, n int) int {
+	for i := range n {
 		if _, err := br.Exec(); err != nil {
 			// Only the server's refusal of this message's value names it
 			// (a data exception, or a value past a limit of jsonb): a lost
