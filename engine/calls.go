@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pgbus/pgbus/store"
 )
 
 // bounded runs fn, one database call of a loop, under
@@ -27,11 +29,43 @@ func (c *Client) boundedBy(ctx context.Context, wait time.Duration, fn func(cont
 	defer cancel()
 	err := fn(callCtx)
 	if err != nil && ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		if waited := c.poolWait(ctx, limit, err); waited != nil {
+			return waited
+		}
 		err = fmt.Errorf("no answer within %s (the database call timeout), so its connection was closed; the next try takes another: %w", limit, err)
 		c.gaveUp(start, err)
 	}
 	return err
 }
+
+// poolWait returns err, of a call given up at its deadline limit, as a
+// *poolWaitError when the call waited for a connection of the pool, every
+// one of which other calls held (this process's, or those of a program
+// sharing the pool, its transactions open), on a database that answers
+// (store.WaitedForConnection); else nil. Such a call is no outage, and
+// dropping the pool's connections would end none of those calls.
+func (c *Client) poolWait(ctx context.Context, limit time.Duration, err error) error {
+	waited, size := c.store.WaitedForConnection(ctx, err, min(c.cfg.DatabaseCallTimeout, lockProbeWait))
+	if !waited {
+		return nil
+	}
+	return &poolWaitError{waited: limit, size: size, err: err}
+}
+
+// poolWaitError is a call given up while it waited for a connection of
+// the pool, every one of which other calls held, on a database that
+// answers.
+type poolWaitError struct {
+	waited time.Duration
+	size   int
+	err    error
+}
+
+func (e *poolWaitError) Error() string {
+	return fmt.Sprintf("waited %s for a connection of the pool: all %d in use, held by other calls of this process or of the program sharing the pool: %v", e.waited, e.size, e.err)
+}
+
+func (e *poolWaitError) Unwrap() []error { return []error{store.ErrConnectionWait, e.err} }
 
 // gaveUp notes a call begun at start and given up for want of an answer:
 // in the debug log, where each one is told (the outage's warning tells
@@ -47,9 +81,10 @@ func (c *Client) gaveUp(start time.Time, err error) {
 }
 
 // unanswered reports whether err is a call given up for want of an
-// answer within its deadline.
+// answer within its deadline: not one that waited for a connection of a
+// busy pool (poolWaitError).
 func unanswered(err error) bool {
-	return errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, store.ErrConnectionWait)
 }
 
 // lockHolders names, for a start-up step that got no answer in time, the

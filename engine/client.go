@@ -1065,8 +1065,11 @@ func (c *Client) retention(ctx context.Context) error {
 			"role", c.store.User(), "older_than", c.cfg.AuditRetention)
 	}
 	c.logQueuesKept(rep.QueuesKept)
-	c.logStepsFailed(rep.StepsFailed)
+	c.logStepsFailed(ctx, rep.StepsFailed)
 	if err != nil && ctx.Err() == nil && unanswered(err) {
+		if waited := c.poolWait(ctx, c.cfg.DatabaseCallTimeout, err); waited != nil {
+			return waited
+		}
 		// The statement given up began a timeout ago, its bound.
 		c.gaveUp(time.Now().Add(-c.cfg.DatabaseCallTimeout), err)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -68,6 +69,10 @@ type outage struct {
 	// diskFull: the server could not write for want of disk space, while
 	// reads went on answering.
 	diskFull bool
+
+	// poolWaitSaid is when a wait for a connection of a busy pool was last
+	// said at warn (sayPoolWait).
+	poolWaitSaid lastSaid
 }
 
 // failed reports whether err says the database cannot be reached (down,
@@ -80,6 +85,10 @@ type outage struct {
 func (o *outage) failed(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, store.ErrConnectionWait) {
+		o.sayPoolWait(err)
+		return true
 	}
 	crowded := store.IsCrowded(err)
 	readOnly := store.LimitOf(err) == store.LimitReadOnly
@@ -119,6 +128,21 @@ func (o *outage) failed(err error) bool {
 		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
 	}
 	return true
+}
+
+// sayPoolWait logs err, a call given up while it waited for a connection
+// of the pool every one of which other calls held (poolWaitError): at
+// warn once per outageReminder, at debug between. The database answers:
+// it is no outage, and the workers' calls wait for whoever holds the
+// pool's connections, a program sharing the pool among them.
+func (o *outage) sayPoolWait(err error) {
+	log := o.log.Debug
+	if o.poolWaitSaid.due(time.Now(), outageReminder) {
+		log = o.log.Warn
+	}
+	log("pgbus: the workers' calls wait for a connection of the pool, every one of which is in use (by this process's calls, or by the program sharing the pool: its open transactions, its long statements); the database answers. "+
+		"The workers keep their running jobs, hold the outcomes to write and retry, saying so here once a minute: give the pool more connections (pool_max_conns in the database URL), or hold fewer of them at once",
+		"err", err)
 }
 
 // outageCause is what one failure says of an outage's cause; none of

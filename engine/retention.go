@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 
 	"github.com/pgbus/pgbus/store"
@@ -92,9 +93,16 @@ func (c *Client) logPruned(rep store.RetentionReport) {
 // of a large backlog, not a database that does not answer, and is no
 // outage; a refusal that says the database cannot serve (read-only, full,
 // crowded) is one, told as the other calls tell it.
-func (c *Client) logStepsFailed(failed []store.RetentionStepFailure) {
+//
+// A step given up while it waited for a connection of the pool, every one
+// of which other calls held, is said as that wait (poolWait).
+func (c *Client) logStepsFailed(ctx context.Context, failed []store.RetentionStepFailure) {
 	for _, f := range failed {
 		if unanswered(f.Err) {
+			if waited := c.poolWait(ctx, c.cfg.DatabaseCallTimeout, f.Err); waited != nil {
+				c.outage.failed(waited)
+				continue
+			}
 			c.log.Warn("pgbus: a retention step ran past the database call timeout and was cut off; the database answers, so this is no outage: "+
 				"the pass went on with its other steps, and the next pass tries this one again, going on from the batches this one finished",
 				"step", f.Step, "timeout", c.cfg.DatabaseCallTimeout, "err", f.Err)

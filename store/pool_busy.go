@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // PoolExhausted reports whether every connection the pool may open is in
@@ -16,6 +18,43 @@ import (
 func (s *Store) PoolExhausted() (exhausted bool, size int) {
 	st := s.pool.Stat()
 	return st.IdleConns() == 0 && st.TotalConns() >= st.MaxConns(), int(st.MaxConns())
+}
+
+// ErrConnectionWait marks the error of a call given up while it waited
+// for a connection of the pool, every one of which other calls held, on a
+// database that answers (WaitedForConnection): no outage, and no reason to
+// drop the pool's connections.
+var ErrConnectionWait = errors.New("waited for a connection of the pool")
+
+// WaitedForConnection reports whether err, the error of a call whose
+// deadline passed, ended while the call waited for a connection of the
+// pool, every one of which other calls held, rather than for an answer of
+// the database: no statement of the call, nor a connection being made for
+// it, was cut off by the deadline (pgx says those in its own timeout
+// error), every connection the pool may open is in use still, and the
+// database answers a question asked now, beside the pool when it has no
+// connection free, within wait. size is the pool's size. A database that
+// froze holds the pool's connections too, but gets no answer to the
+// question; a call given up that waited for a connection must not be
+// told as a database that does not answer, nor drop the pool's
+// connections, which a program sharing the pool holds in its
+// transactions.
+func (s *Store) WaitedForConnection(ctx context.Context, err error, wait time.Duration) (waited bool, size int) {
+	exhausted, size := s.PoolExhausted()
+	if !exhausted || !errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return false, size
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	asked := s.diagnose(ctx, "ask whether the database answers", func(q querier) error {
+		rows, err := q.Query(ctx, `SELECT 1`)
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
+	})
+	return asked == nil, size
 }
 
 // asideCloseWait bounds the goodbye of a connection made aside, which a

@@ -44,6 +44,9 @@ type Wait struct {
 	// locked is the holder last said to keep a step waiting, "" while
 	// none is.
 	locked string
+	// poolBusy is set once a step was said to wait for a connection of
+	// the pool (store.ErrConnectionWait), until one succeeds.
+	poolBusy bool
 }
 
 // LockHolders says, for a step that got no answer within its bound,
@@ -68,7 +71,9 @@ func New(log *slog.Logger, held LockHolders) *Wait {
 // or restarting, PgBouncer restarting, a connection cut or silent past
 // the database call timeout), for as long as it does, as the workers ride
 // out an outage once running: said once per outage at WARN, and its end
-// at INFO. It does so too while the server refuses new connections for
+// at INFO; and while it waits for a connection of a pool every one of
+// which other calls hold (store.ErrConnectionWait), on a database that
+// answers. It does so too while the server refuses new connections for
 // having as many as it allows, up to a minute over the whole start, then
 // fails with what to do about it. Each step must read, or write what is
 // the same when written twice. Any other error is returned at once, as is
@@ -88,6 +93,10 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 				w.log.Info("pgbus: the lock that held starting back is gone; starting goes on")
 				w.locked = ""
 			}
+			if w.poolBusy {
+				w.log.Info("pgbus: a connection of the pool was free; starting goes on")
+				w.poolBusy = false
+			}
 			return nil
 		case ctx.Err() != nil, errors.Is(err, store.ErrClosed):
 			return err
@@ -97,6 +106,16 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 			}
 			w.log.Warn("pgbus: PostgreSQL has as many connections as it allows, and refuses more; starting waits until other clients let theirs go. To end it, "+store.CrowdedAdvice,
 				"err", err, "in", delay, "until", w.crowdedUntil.Format(time.RFC3339))
+		case errors.Is(err, store.ErrConnectionWait):
+			// The database answers; every connection of the pool is
+			// held by other calls, a program sharing it among them.
+			if !w.poolBusy {
+				w.poolBusy = true
+				w.log.Warn("pgbus: starting waits for a connection of the pool, every one of which is in use (by the program sharing the pool: its open transactions, its long statements); the database answers; starting tries again every few seconds: give the pool more connections (pool_max_conns in the database URL), or hold fewer of them at once",
+					"err", err)
+			} else {
+				w.log.Debug("pgbus: every connection of the pool is still in use; starting tries again", "in", delay, "err", err)
+			}
 		case !store.IsUnreachable(err) && errors.Is(err, context.DeadlineExceeded) && w.heldBy(ctx) != "":
 			// The database answers, and another session holds a table
 			// the step reads: said once per holder, with what ends it.
