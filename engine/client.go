@@ -539,8 +539,11 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // allows (SQLSTATE 53300) is waited for, up to a minute, before Run fails
 // to start. A start that fails is recorded in the process registry with
 // its error, where health reads it (workers_stopped on the queues). A
-// Store closed while Run runs (Store.Close) stops it as ctx would, and
-// Run returns an error wrapping store.ErrClosed. A nil ctx is refused
+// Store closed while Run runs (Store.Close), or the pool passed to
+// store.New closed by its owner, stops it as ctx would, and Run returns
+// an error wrapping store.ErrClosed that says which; the outcomes of jobs
+// finished after that are not written (their messages run again after
+// their visibility timeout). A nil ctx is refused
 // with store.ErrInvalid.
 func (c *Client) Run(ctx context.Context) error {
 	if ctx == nil {
@@ -831,8 +834,8 @@ func allIn(names []string, have map[string]bool) bool {
 }
 
 func (c *Client) runWorkers(parent context.Context) error {
-	// A Store closed under Run ends it as its context would: every
-	// statement would fail from then on.
+	// A Store closed under Run, or its pool closed by its owner, ends it
+	// as its context would: every statement would fail from then on.
 	ctx, stop := context.WithCancel(parent)
 	defer stop()
 	var storeClosed atomic.Bool
@@ -879,6 +882,9 @@ func (c *Client) runWorkers(parent context.Context) error {
 	bg.Wait()
 	c.workers = nil
 	if storeClosed.Load() {
+		if c.store.PoolClosedOutside() {
+			return fmt.Errorf("%w: the pool this Store wraps was closed while Run was running: it stopped; the jobs running then were given back to their queues by their visibility timeout. Close the pool only after Run returns", store.ErrClosed)
+		}
 		return fmt.Errorf("%w while Run was running: it stopped; the jobs running then were given back to their queues by their visibility timeout. Close the Store only after Run returns", store.ErrClosed)
 	}
 	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

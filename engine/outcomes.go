@@ -180,7 +180,9 @@ func (w *queueWorker) writeLanded(queue string, batch []result, guard *vtGuard) 
 			}
 			return landed
 		}
-		if w.jobBase.Err() != nil {
+		if w.jobBase.Err() != nil || errors.Is(err, store.ErrClosed) {
+			// A closed Store, or pool, takes no write however long the
+			// drain lasts.
 			w.c.log.Error("pgbus: could not write outcomes before stopping; the messages will run again after their visibility timeout", "queue", queue, "count", len(batch), "err", err)
 			return landed
 		}

@@ -55,3 +55,59 @@ func TestRunReturnsWhenItsStoreIsClosed(t *testing.T) {
 		t.Errorf("the job running when the Store closed is %d times in its queue, want 1", n)
 	}
 }
+
+// A program that closes the pool it gave store.New while Run works with
+// it gets Run's return with store.ErrClosed, saying that the pool was
+// closed (not the Store, which it never closed), rather than workers
+// retrying a closed pool for good. A job that finishes after the close
+// does not keep Run in its drain for the drain timeout, retrying the
+// write of its outcome on the closed pool: the write is given up, and the
+// message runs again after its visibility timeout.
+func TestRunReturnsWhenThePoolGivenToNewIsClosed(t *testing.T) {
+	t.Parallel()
+	own := testStore(t)
+	q := newQueue(t, own, nil)
+	pool, st := sharedPool(t, 4)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	c := pgtest.NewClient(t, st, q, func(cfg *engine.Config) { cfg.DrainTimeout = 10 * time.Minute })
+	c.Handle("job", func(ctx context.Context, _ *engine.Job) error {
+		started <- struct{}{}
+		<-release
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	pgtest.Send(t, c, q, json.RawMessage(`{}`), engine.SendOptions{Kind: "job"})
+	<-started
+	pool.Close()
+	close(release)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Run still runs a minute after the pool it works on was closed")
+	}
+	if !errors.Is(err, store.ErrClosed) || !strings.Contains(err.Error(), "the pool this Store wraps was closed") || strings.Contains(err.Error(), "Store.Close") {
+		t.Fatalf("Run returned %v; want store.ErrClosed, saying the pool the Store wraps was closed", err)
+	}
+}
+
+// A statement on a Store whose pool its owner closed says so, and not
+// that the Store was closed.
+func TestStatementOnAClosedPoolSaysThePoolWasClosed(t *testing.T) {
+	t.Parallel()
+	pool, st := sharedPool(t, 1)
+	pool.Close()
+	_, err := st.PhysicalQueues(testContext(t), "q")
+	if !errors.Is(err, store.ErrClosed) || !strings.Contains(err.Error(), "the pool this Store wraps was closed") || strings.Contains(err.Error(), "this Store was closed (Store.Close)") {
+		t.Fatalf("a read on a Store whose pool was closed: %v; want store.ErrClosed, saying the pool the Store wraps was closed", err)
+	}
+	select {
+	case <-st.Closed():
+	default:
+		t.Error("Closed() is not closed once a statement found the pool closed")
+	}
+}

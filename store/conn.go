@@ -141,6 +141,9 @@ func bouncerAdvice(err error) string {
 type db struct {
 	pool  *pgxpool.Pool
 	reads bool
+	// closing is the Store's, closed by the first statement that finds
+	// the pool closed.
+	closing *closing
 }
 
 // maxReruns is how many times a statement is run again on another
@@ -211,8 +214,9 @@ func connLost(err error) bool {
 // without max_prepared_statements) between pgbus and PostgreSQL, which
 // hands each transaction whichever server connection is free. It does so
 // too for the pool's "closed pool", which says nothing of the Store or of
-// what to do.
-func poolerHint(err error) error {
+// what to do: closed by Store.Close, or by the owner of the pool passed to
+// New, as cl, the Store's, says (nil: by Close); found so, it ends cl.
+func poolerHint(err error, cl *closing) error {
 	if err == nil {
 		return nil
 	}
@@ -226,8 +230,12 @@ func poolerHint(err error) error {
 	if advice := bouncerAdvice(err); advice != "" && !strings.Contains(err.Error(), "(PgBouncer)") { // said once
 		return fmt.Errorf("%w; %s", err, advice)
 	}
-	if errors.Is(err, puddle.ErrClosedPool) && !strings.Contains(err.Error(), "this Store was closed") { // said once
-		return closedError{err}
+	if errors.Is(err, puddle.ErrClosedPool) && !errors.As(err, new(closedError)) { // said once
+		byClose := cl == nil || cl.byClose.Load()
+		if cl != nil {
+			cl.close() // the Store ends with its pool
+		}
+		return closedError{err: err, byClose: byClose}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, "stmtcache_") &&
@@ -238,10 +246,18 @@ func poolerHint(err error) error {
 	return err
 }
 
-// closedError is a statement's error on a closed pool, which is ErrClosed.
-type closedError struct{ err error }
+// closedError is a statement's error on a closed pool, which is ErrClosed:
+// closed by Store.Close (byClose), or by the owner of the pool passed to
+// New.
+type closedError struct {
+	err     error
+	byClose bool
+}
 
 func (e closedError) Error() string {
+	if !e.byClose {
+		return e.err.Error() + ": the pool this Store wraps was closed (pgxpool.Pool.Close) while the Store was in use: close the pool only once nothing uses the Store (after Run returns), or close it with Store.Close"
+	}
 	return e.err.Error() + ": this Store was closed (Store.Close): open one with store.Open, and close it only once nothing uses it (after Run returns)"
 }
 
@@ -265,7 +281,7 @@ func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 	for try := 1; conflicted(ctx, err, try); try++ {
 		tag, err = d.pool.Exec(ctx, sql, args...)
 	}
-	return tag, poolerHint(err)
+	return tag, poolerHint(err, d.closing)
 }
 
 // Query retries when the first attempt fails before it yields a row: at
@@ -293,13 +309,13 @@ func (d db) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error
 		for try := 0; try < maxReruns && d.retry(ctx, err); try++ {
 			rows, err = d.pool.Query(withForcedPing(ctx), sql, args...)
 		}
-		return rows, poolerHint(err)
+		return rows, poolerHint(err, d.closing)
 	}
 	for try := 1; conflicted(ctx, err, try); try++ {
 		rows, err = d.pool.Query(ctx, sql, args...)
 	}
 	if err != nil {
-		return rows, poolerHint(err)
+		return rows, poolerHint(err, d.closing)
 	}
 	return &retryRows{Rows: rows, d: d, ctx: ctx, sql: sql, args: args}, nil
 }
@@ -340,7 +356,7 @@ func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 		tx, err = d.pool.BeginTx(withForcedPing(begin), opts)
 	}
 	if err != nil || statementTimeout(ctx) == 0 {
-		return tx, poolerHint(err)
+		return tx, poolerHint(err, d.closing)
 	}
 	return boundedTx{Tx: tx}, nil
 }
@@ -357,7 +373,7 @@ func (d db) lockBounded(ctx context.Context, fn func(context.Context, pgx.Tx) er
 	for try := 1; conflicted(ctx, err, try); try++ {
 		err = d.lockBoundedOnce(ctx, fn)
 	}
-	return poolerHint(err)
+	return poolerHint(err, d.closing)
 }
 
 func (d db) lockBoundedOnce(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
@@ -391,9 +407,9 @@ func (d db) lockBoundedQuery(ctx context.Context, sql string, args ...any) (pgx.
 		err = begin(withForcedPing(ctx))
 	}
 	if err != nil {
-		return nil, poolerHint(err)
+		return nil, poolerHint(err, d.closing)
 	}
-	return &txRows{Rows: rows, tx: tx, ctx: ctx}, nil
+	return &txRows{Rows: rows, tx: tx, ctx: ctx, closing: d.closing}, nil
 }
 
 // txRows are the rows of a statement run in a transaction of its own,
@@ -401,10 +417,11 @@ func (d db) lockBoundedQuery(ctx context.Context, sql string, args ...any) (pgx.
 // an error (its error then the rows' Err), rolled back otherwise.
 type txRows struct {
 	pgx.Rows
-	tx   pgx.Tx
-	ctx  context.Context
-	done bool
-	err  error // the commit's
+	tx      pgx.Tx
+	ctx     context.Context
+	closing *closing
+	done    bool
+	err     error // the commit's
 }
 
 func (r *txRows) Next() bool {
@@ -419,7 +436,7 @@ func (r *txRows) Close() { r.finish() }
 
 func (r *txRows) Err() error {
 	if err := r.Rows.Err(); err != nil {
-		return poolerHint(err)
+		return poolerHint(err, r.closing)
 	}
 	return r.err
 }
@@ -434,7 +451,7 @@ func (r *txRows) finish() {
 		_ = r.tx.Rollback(r.ctx)
 		return
 	}
-	r.err = poolerHint(r.tx.Commit(r.ctx))
+	r.err = poolerHint(r.tx.Commit(r.ctx), r.closing)
 }
 
 // lockBoundedRow is QueryRow under a lock bound: Scan runs the statement
@@ -468,11 +485,11 @@ func (r retryRow) Scan(dest ...any) error {
 	for try := 1; conflicted(r.ctx, err, try); try++ {
 		err = r.d.pool.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
 	}
-	return poolerHint(err)
+	return poolerHint(err, r.d.closing)
 }
 
 // Err is the rows' error, with poolerHint's advice where it applies.
-func (r *retryRows) Err() error { return poolerHint(r.Rows.Err()) }
+func (r *retryRows) Err() error { return poolerHint(r.Rows.Err(), r.d.closing) }
 
 type retryRows struct {
 	pgx.Rows

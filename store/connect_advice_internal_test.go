@@ -45,7 +45,7 @@ func TestConnectAdviceOfARoleSettingTooShort(t *testing.T) {
 func TestPoolGivingUpIsUnreachable(t *testing.T) {
 	t.Parallel()
 	raw := errors.New("pgxpool: too many failed attempts acquiring connection; likely bug in PrepareConn, BeforeAcquire, or ShouldPing hook")
-	err := poolerHint(fmt.Errorf("store: list queues: %w", raw))
+	err := poolerHint(fmt.Errorf("store: list queues: %w", raw), nil)
 	if !IsUnreachable(err) || strings.Contains(err.Error(), "likely bug") || !strings.Contains(err.Error(), "PgBouncer cannot reach PostgreSQL") {
 		t.Errorf("the pool's giving up reads %q (unreachable: %v); want it unreachable, saying PgBouncer cannot reach PostgreSQL", err, IsUnreachable(err))
 	}

@@ -708,7 +708,7 @@ func (s *Store) retryOne(ctx context.Context, r deadRef, target string, opts Ret
 	for try := 1; conflicted(ctx, err, try); try++ {
 		id, err = run(ctx)
 	}
-	return id, poolerHint(err)
+	return id, poolerHint(err, s.closing)
 }
 
 // lockDeadKeySQL takes the lock that a send of dead message r's

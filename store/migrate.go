@@ -482,7 +482,7 @@ func (s *Store) migrationAttempt(ctx context.Context, fn func(pgx.Tx) error) (se
 			return err
 		}
 		return fn(tx)
-	}))
+	}), s.closing)
 	if stopWatch != nil { // once the transaction ended and let go of its locks
 		seen = stopWatch()
 	}

@@ -74,8 +74,8 @@ func (s *Store) diagnose(ctx context.Context, what string, ask func(querier) err
 		return ask(s.reads)
 	}
 	select {
-	case <-s.closed:
-		return ask(s.reads) // which says the Store was closed
+	case <-s.closing.ch:
+		return ask(s.reads) // which says the Store, or its pool, was closed
 	default:
 	}
 	select {

@@ -130,7 +130,7 @@ func (s *Store) CheckSchema(ctx context.Context) (MigrationStatus, error) {
 	// pool's wrapper does not see: a pooler's lost prepared statement is
 	// said here, as the first statement of every command.
 	st, err := s.checkSchema(ctx)
-	return st, poolerHint(err)
+	return st, poolerHint(err, s.closing)
 }
 
 func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {

@@ -52,13 +52,13 @@ type Store struct {
 	// upSince is the time AssumeUpSince set, nil for the server's start.
 	upSince atomic.Pointer[time.Time]
 
-	closed chan struct{} // closed by Close
+	// closing is closed by Close, or once a statement found the pool
+	// closed by its owner.
+	closing *closing
 	// recordRead, set by tests, runs when migrate has read which
 	// migrations are recorded, before it applies any: where another
 	// process may apply some.
 	recordRead func()
-
-	closeOnce sync.Once
 
 	// sockets are the pool's network connections, which Close ends once
 	// pgx gave up on them; nil for a pool New was given.
@@ -258,7 +258,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		err = s.pool.Ping(pingCtx)
 	}
 	if poolGaveUp(err) {
-		err = poolerHint(err)
+		err = poolerHint(err, s.closing)
 	}
 	if err != nil && bound > 0 && ctx.Err() == nil && pingCtx.Err() != nil {
 		err = &pingTimeoutError{bound: bound, err: err}
@@ -471,7 +471,8 @@ func connectAdvice(err error) string {
 // configuration: give it what Open gives its pools with ConfigurePool.
 // Close closes the pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool, db: db{pool: pool}, reads: db{pool: pool, reads: true}, closed: make(chan struct{}), aside: make(chan struct{}, 1)}
+	cl := &closing{ch: make(chan struct{})}
+	return &Store{pool: pool, db: db{pool: pool, closing: cl}, reads: db{pool: pool, reads: true, closing: cl}, closing: cl, aside: make(chan struct{}, 1)}
 }
 
 // Pool returns the underlying pool, for its configuration and statistics and
@@ -491,18 +492,41 @@ func (s *Store) User() string { return s.pool.Config().ConnConfig.User }
 // idle connections are closed with their goodbye, and those in use are
 // left to their callers.
 func (s *Store) Close() {
-	s.closeOnce.Do(func() { close(s.closed) })
+	s.closing.byClose.Store(true)
+	s.closing.close()
 	if s.sockets != nil {
 		s.sockets.close()
 	}
 	s.pool.Close()
 }
 
-// Closed returns a channel closed once Close is called, for what works
-// with the Store in the background (engine.Client.Run) to stop rather
-// than fail at every statement. Closing the pool passed to New directly
-// does not close it.
-func (s *Store) Closed() <-chan struct{} { return s.closed }
+// Closed returns a channel closed once Close is called, or once a
+// statement of the Store found its pool closed (the pool passed to New,
+// closed by its owner), for what works with the Store in the background
+// (engine.Client.Run) to stop rather than fail at every statement.
+func (s *Store) Closed() <-chan struct{} { return s.closing.ch }
+
+// PoolClosedOutside reports whether the Store's pool was found closed
+// while Close was never called: the owner of the pool passed to New
+// closed it.
+func (s *Store) PoolClosedOutside() bool {
+	select {
+	case <-s.closing.ch:
+		return !s.closing.byClose.Load()
+	default:
+		return false
+	}
+}
+
+// closing is the end of a Store: Close, or its pool closed by its owner,
+// which a statement finds (poolerHint).
+type closing struct {
+	once    sync.Once
+	ch      chan struct{}
+	byClose atomic.Bool // Close was called
+}
+
+func (c *closing) close() { c.once.Do(func() { close(c.ch) }) }
 
 // DropConnections closes the pool's idle connections now, and those in
 // use as they are released, so that the statements after it connect
