@@ -537,8 +537,10 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // role lacks, a queue or schema missing, a bad configuration) end Run at
 // once. A server that refuses new connections for having as many as it
 // allows (SQLSTATE 53300) is waited for, up to a minute, before Run fails
-// to start. A start that fails is recorded in the process registry with
-// its error, where health reads it (workers_stopped on the queues). A
+// to start with an error wrapping store.ErrUnavailable; a database that
+// does not answer never ends Run: its start, as its loops, waits it out
+// until ctx ends. A start that fails is recorded in the process registry
+// with its error, where health reads it (workers_stopped on the queues). A
 // Store closed while Run runs (Store.Close), or the pool passed to
 // store.New closed by its owner, stops it as ctx would, and Run returns
 // an error wrapping store.ErrClosed that says which; the outcomes of jobs

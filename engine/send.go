@@ -60,7 +60,11 @@ type SendOptions struct {
 // is named by its level and its id (Job.Queue is the level's queue, such
 // as jobs_p1). payload is marshalled to
 // JSON unless it already is JSON (json.RawMessage or []byte). A nil ctx
-// is refused with store.ErrInvalid.
+// is refused with store.ErrInvalid. A database that does not answer or
+// takes no more connections fails it with an error wrapping
+// store.ErrUnavailable (ops.ErrUnavailable is the same): the same send
+// may succeed once the database is back. ctx's own deadline passing
+// wraps context.DeadlineExceeded instead.
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
 	id, _, err = c.SendOrFind(ctx, queue, payload, opts)
 	return id, err

@@ -48,7 +48,10 @@ type BatchMessage struct {
 // connection). Any other error wrote nothing and left tx as it was, to go
 // on or to commit without the message: a nil, committed or rolled back tx,
 // a tx on another database (store.ErrInvalid), a queue that does not
-// exist (store.ErrNotFound), a message Send would refuse.
+// exist (store.ErrNotFound), a message Send would refuse. A connection
+// lost in tx (the database down, the network cut) fails it wrapping
+// store.ErrTxFailed and store.ErrUnavailable, as Send's errors of an
+// unavailable database wrap store.ErrUnavailable.
 // A caller that must keep tx whatever happens sends in a savepoint
 // (tx.Begin) and rolls the savepoint back on an error.
 //

@@ -381,7 +381,9 @@ func unreachableError(err error, e effect) error {
 		return err
 	}
 	if partial, _ := partialCause(err); partial != nil {
-		if !errors.Is(*partial, ErrUnavailable) {
+		// The store marks its own errors unavailable; only one this
+		// layer explained says so in its words already.
+		if !errors.Is(*partial, ErrUnavailable) || !errors.As(*partial, new(cause)) && !errors.As(*partial, new(*Error)) {
 			*partial = cause{msg: unanswered(*partial), err: errors.Join(ErrUnavailable, *partial)}
 		}
 		return err

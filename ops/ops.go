@@ -46,8 +46,9 @@ var (
 	ErrReadOnly = errors.New("read-only")
 	// ErrUnavailable: the database did not answer (down, restarting, the
 	// network to it cut) or took no connections now; the same call may
-	// succeed once it is back.
-	ErrUnavailable = errors.New("the database is unavailable")
+	// succeed once it is back. It is store.ErrUnavailable, which the
+	// engine's and the store's errors wrap alike.
+	ErrUnavailable = store.ErrUnavailable
 )
 
 // Options configure a Service.

@@ -217,6 +217,10 @@ func connLost(err error) bool {
 // what to do: closed by Store.Close, or by the owner of the pool passed to
 // New, as cl, the Store's, says (nil: by Close); found so, it ends cl.
 func poolerHint(err error, cl *closing) error {
+	return markUnavailable(hint(err, cl))
+}
+
+func hint(err error, cl *closing) error {
 	if err == nil {
 		return nil
 	}
@@ -584,6 +588,41 @@ func IsCrowded(err error) bool {
 // CrowdedAdvice says what to do about a server that has as many
 // connections as it allows, naming the settings that decide it.
 const CrowdedAdvice = "raise the server's max_connections (or the role's or database's CONNECTION LIMIT), lower the pool size of the processes that use it (pool_max_conns in the database URL, e.g. ?pool_max_conns=4), or put PgBouncer in front of it"
+
+// unavailable reports whether err says that the database is unavailable
+// (ErrUnavailable): it does not answer (IsUnreachable) or takes no more
+// connections (IsCrowded). The deadline of a caller's context passed, or
+// the context cancelled, while a statement ran is the caller's, though
+// the driver makes of it a connection cut (a net.Error); one passed while
+// a connection was being made, or a ping given up at its bound, is a
+// database that did not answer.
+func unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var late *pingTimeoutError
+	if errors.As(err, &late) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) && !NeverSent(err) {
+		return false
+	}
+	return IsCrowded(err) || IsUnreachable(err)
+}
+
+// markUnavailable makes err, when it says the database is unavailable
+// (unavailable), wrap ErrUnavailable, its text as it was.
+func markUnavailable(err error) error {
+	if !unavailable(err) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return unavailableError{err}
+}
+
+type unavailableError struct{ err error }
+
+func (e unavailableError) Error() string   { return e.err.Error() }
+func (e unavailableError) Unwrap() []error { return []error{e.err, ErrUnavailable} }
 
 // NeverSent reports whether err, from a call that failed, came before any
 // statement of it reached the server: no connection could be made, or the

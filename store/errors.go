@@ -12,6 +12,15 @@ import (
 // error means nothing was written.
 var ErrInvalid = errors.New("invalid input")
 
+// ErrUnavailable is wrapped by the error of a statement, or of opening a
+// Store, that found the database unavailable: it did not answer (down,
+// restarting, not taking connections yet, the network to it cut, the
+// connection broken during the call: IsUnreachable) or took no more
+// connections (IsCrowded). The same call may succeed once it is back. The
+// deadline of the caller's context passing while a statement ran is not
+// it: that error wraps context.DeadlineExceeded.
+var ErrUnavailable = errors.New("the database is unavailable")
+
 // ErrNotFound is wrapped by errors about a queue or message that does not exist.
 var ErrNotFound = errors.New("not found")
 

@@ -407,7 +407,7 @@ func txErr(err error) error {
 }
 
 // txFailed marks an error raised inside the caller's transaction.
-func txFailed(err error) error { return &txFailedError{err} }
+func txFailed(err error) error { return &txFailedError{markUnavailable(err)} }
 
 type txFailedError struct{ err error }
 

@@ -301,7 +301,12 @@ func (e *connectError) Error() string {
 	return fmt.Sprintf("store: connect to %s: %s; %s", e.host, strings.Join(lines, "\n"), connectAdvice(e.err))
 }
 
-func (e *connectError) Unwrap() error { return e.err }
+func (e *connectError) Unwrap() []error {
+	if unavailable(e.err) {
+		return []error{e.err, ErrUnavailable}
+	}
+	return []error{e.err}
+}
 
 // IsConnectFailure reports whether err is the failure of Open or Ping to
 // connect: the server could not be reached (IsUnreachable), or it refused
