@@ -285,7 +285,8 @@ func (c Config) validate() error {
 
 // Client sends messages and, in Run, works queues with registered handlers.
 // Register handlers before Run: Handle and HandleQueue panic while Run
-// runs.
+// runs. Make one with NewClient: a zero Client, or a nil *Client, refuses
+// its sends, Run and Validate with store.ErrInvalid.
 type Client struct {
 	store *store.Store
 	cfg   Config
@@ -346,6 +347,9 @@ func NewClient(st *store.Store, cfg Config) (*Client, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: NewClient needs a store: open one with store.Open", store.ErrInvalid)
 	}
+	if st.Pool() == nil {
+		return nil, fmt.Errorf("%w: NewClient needs a store with a pool, and this one was made by store.New with a nil pool (or is a zero store.Store): open one with store.Open, or pass store.New the pool pgxpool.NewWithConfig returned", store.ErrInvalid)
+	}
 	if err := cfg.checkNegative(); err != nil {
 		return nil, err
 	}
@@ -384,7 +388,33 @@ func processID() string {
 }
 
 // ID identifies this client's process in the worker registry.
-func (c *Client) ID() string { return c.id }
+func (c *Client) ID() string {
+	if c == nil {
+		return ""
+	}
+	return c.id
+}
+
+// made refuses, as store.ErrInvalid, a call fn on a Client NewClient did
+// not make (a nil *Client, a zero engine.Client), which would otherwise
+// panic on its missing store.
+func (c *Client) made(fn string) error {
+	if c == nil || c.store == nil {
+		return fmt.Errorf("%w: %s on a Client that NewClient did not make (a nil *Client, or a zero engine.Client): make it with engine.NewClient(store, cfg)", store.ErrInvalid, fn)
+	}
+	return nil
+}
+
+// registrations makes the maps of handlers of a zero Client, whose
+// registrations Run then refuses with the Client itself (made).
+func (c *Client) registrations() {
+	if c.kinds == nil {
+		c.kinds = map[string]handler{}
+	}
+	if c.defaults == nil {
+		c.defaults = map[string]handler{}
+	}
+}
 
 // Handle registers the handler of a kind (the pgbus_kind header), on every
 // queue this client works. A kind has one handler: Run and Validate refuse
@@ -397,8 +427,12 @@ func (c *Client) ID() string { return c.id }
 // breakers. Register every handler before Run, or stop Run (end its
 // context and wait for it to return) and run it again.
 func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
+	if c == nil {
+		return // Run and the sends of a nil *Client refuse it
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.registrations()
 	c.refuseWhileRunning("Handle", fmt.Sprintf("kind %q", kind))
 	if _, ok := c.kinds[kind]; ok && c.misregistered == "" {
 		c.misregistered = fmt.Sprintf("kind %q is registered twice with Handle"+replaced, kind)
@@ -413,8 +447,12 @@ func (c *Client) Handle(kind string, fn HandlerFunc, opts ...HandlerOptions) {
 //
 // HandleQueue panics while Run runs, as Handle does.
 func (c *Client) HandleQueue(queue string, fn HandlerFunc, opts ...HandlerOptions) {
+	if c == nil {
+		return // Run and the sends of a nil *Client refuse it
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.registrations()
 	c.refuseWhileRunning("HandleQueue", fmt.Sprintf("queue %q", queue))
 	if _, ok := c.defaults[queue]; ok && c.misregistered == "" {
 		c.misregistered = fmt.Sprintf("queue %q is registered twice with HandleQueue"+replaced, queue)
@@ -548,6 +586,9 @@ var ErrAlreadyRunning = errors.New("engine: client is already running: wait for 
 // their visibility timeout). A nil ctx is refused
 // with store.ErrInvalid.
 func (c *Client) Run(ctx context.Context) error {
+	if err := c.made("Run"); err != nil {
+		return err
+	}
 	if ctx == nil {
 		// Refused here, not as a nil dereference deep in the driver.
 		return fmt.Errorf("%w: Run needs a context, and stops when it ends: pass one from context.WithCancel(context.Background())", store.ErrInvalid)

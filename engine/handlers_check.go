@@ -16,6 +16,9 @@ import (
 // caller that runs Run in the background calls it first, so that such a
 // mistake stops it rather than a log line.
 func (c *Client) Validate() error {
+	if err := c.made("Validate"); err != nil {
+		return err
+	}
 	if err := c.checkQueuesGiven(); err != nil {
 		return err
 	}

@@ -66,6 +66,9 @@ type SendOptions struct {
 // may succeed once the database is back. ctx's own deadline passing
 // wraps context.DeadlineExceeded instead.
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
+	if err := c.made("Send"); err != nil {
+		return 0, err
+	}
 	id, _, err = c.SendOrFind(ctx, queue, payload, opts)
 	return id, err
 }

@@ -101,6 +101,9 @@ func (c *Client) SendBatchTx(ctx context.Context, tx pgx.Tx, queue string, msgs 
 // jsonb holds), is a *BatchMessageError naming its index in msgs. A nil
 // ctx is refused with store.ErrInvalid.
 func (c *Client) SendBatch(ctx context.Context, queue string, msgs []BatchMessage) ([]int64, error) {
+	if err := c.made("SendBatch"); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: SendBatch needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
 	}
@@ -113,6 +116,9 @@ func (c *Client) SendBatch(ctx context.Context, queue string, msgs []BatchMessag
 // the batch or not at all. noteID is the note's id, 0 when the database
 // refused it (the batch is sent all the same).
 func (c *Client) SendBatchNoted(ctx context.Context, queue string, msgs []BatchMessage, note store.AuditEntry) (ids []int64, noteID int64, err error) {
+	if err := c.made("SendBatchNoted"); err != nil {
+		return nil, 0, err
+	}
 	if ctx == nil {
 		return nil, 0, fmt.Errorf("%w: SendBatchNoted needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
 	}
@@ -129,6 +135,9 @@ func (c *Client) SendBatchNoted(ctx context.Context, queue string, msgs []BatchM
 }
 
 func (c *Client) sendTx(ctx context.Context, tx pgx.Tx, fn, queue string, msgs []BatchMessage) ([]int64, error) {
+	if err := c.made(fn); err != nil {
+		return nil, err
+	}
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: %s needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid, fn)
 	}

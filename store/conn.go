@@ -268,6 +268,9 @@ func (e closedError) Error() string {
 func (e closedError) Unwrap() []error { return []error{e.err, ErrClosed} }
 
 func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if d.pool == nil {
+		return pgconn.CommandTag{}, errNoPool()
+	}
 	if lockBound(ctx) > 0 {
 		var tag pgconn.CommandTag
 		err := d.lockBounded(ctx, func(ctx context.Context, tx pgx.Tx) (err error) {
@@ -292,6 +295,9 @@ func (d db) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTa
 // Query itself, or at the first Next (pgx reports a failed send of a cached
 // statement there).
 func (d db) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if d.pool == nil {
+		return nil, errNoPool()
+	}
 	if lockBound(ctx) > 0 {
 		return d.lockBoundedQuery(ctx, sql, args...)
 	}
@@ -325,6 +331,9 @@ func (d db) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error
 }
 
 func (d db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if d.pool == nil {
+		return errRow{errNoPool()}
+	}
 	if lockBound(ctx) > 0 {
 		return lockBoundedRow{d: d, ctx: ctx, sql: sql, args: args}
 	}
@@ -335,6 +344,11 @@ func (d db) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	row := retryRow{d: d, ctx: ctx, sql: sql, args: args, row: d.pool.QueryRow(ctx, sql, args...)}
 	return cancelAfterScan{row: row, cancel: cancel}
 }
+
+// errRow is a row whose statement could not run.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // Begin begins a transaction at READ COMMITTED, whatever isolation the
 // role or database sets by default (default_transaction_isolation): the
@@ -347,6 +361,9 @@ func (d db) Begin(ctx context.Context) (pgx.Tx, error) {
 
 // BeginTx retries only a BEGIN that never ran: nothing ran yet.
 func (d db) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	if d.pool == nil {
+		return nil, errNoPool()
+	}
 	if opts.IsoLevel == "" && opts.BeginQuery == "" {
 		opts.IsoLevel = pgx.ReadCommitted
 	}

@@ -471,6 +471,9 @@ func untried(o deadRetryOutcome) bool { return o.err == nil && o.newID == 0 }
 // left would fail alike and be counted failed, though never tried, and
 // the move cut off may have committed.
 func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRetryOutcome, places retryPlaces, opts RetryOptions) error {
+	if s.pool == nil {
+		return errNoPool()
+	}
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
 	moves, stop := grace.After(ctx, moveGrace)
 	defer stop()

@@ -81,6 +81,9 @@ func (s *Store) textFit(ctx context.Context) textFit {
 	if enc := s.encoding.Load(); enc != nil {
 		return fitFor(*enc)
 	}
+	if s.pool == nil {
+		return nil
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil

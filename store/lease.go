@@ -45,6 +45,9 @@ type heldTx struct {
 // whose first column says whether it won its lock, the rest scanned into
 // more. It returns the transaction held, or nil when the lock was not won.
 func (s *Store) holdTx(ctx context.Context, lockSQL string, args []any, more ...any) (*heldTx, error) {
+	if s.pool == nil {
+		return nil, errNoPool()
+	}
 	ctx, cancel := boundStatement(ctx)
 	defer cancel()
 	pc, err := s.pool.Acquire(ctx)

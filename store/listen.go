@@ -44,6 +44,9 @@ const probePrefix = "?probe "
 // received: a caller that must not miss a message reads its queues after
 // Listen. Close the listener when done.
 func (s *Store) Listen(ctx context.Context) (*Listener, error) {
+	if s.pool == nil {
+		return nil, errNoPool()
+	}
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return nil, fmt.Errorf("store: listen for sends: connect: %w", err)

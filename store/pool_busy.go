@@ -16,6 +16,9 @@ import (
 // database would answer it. Calls that wait for a lock another session
 // holds keep their connections for as long as they wait.
 func (s *Store) PoolExhausted() (exhausted bool, size int) {
+	if s.pool == nil {
+		return false, 0
+	}
 	st := s.pool.Stat()
 	return st.IdleConns() == 0 && st.TotalConns() >= st.MaxConns(), int(st.MaxConns())
 }
@@ -74,7 +77,7 @@ func (s *Store) diagnose(ctx context.Context, what string, ask func(querier) err
 		return ask(s.reads)
 	}
 	select {
-	case <-s.closing.ch:
+	case <-s.Closed():
 		return ask(s.reads) // which says the Store, or its pool, was closed
 	default:
 	}

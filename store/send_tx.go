@@ -472,7 +472,7 @@ func (s *Store) sameDatabase(ctx context.Context, tx pgx.Tx, id dbIdentity) erro
 // pool itself are.
 func (s *Store) sameAddress(tx pgx.Tx) bool {
 	conn := tx.Conn()
-	if conn == nil {
+	if conn == nil || s.pool == nil {
 		return false
 	}
 	got, own := conn.Config(), s.pool.Config().ConnConfig

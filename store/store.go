@@ -28,6 +28,9 @@ import (
 )
 
 // Store is a handle on one pgbus database. It is safe for concurrent use.
+// Make one with Open, OpenLazy or New: a Store over no pool (New given
+// nil, or a zero Store) refuses its statements with ErrInvalid, and its
+// Close does nothing.
 type Store struct {
 	pool *pgxpool.Pool
 	// db runs statements, retrying one once on another connection when its
@@ -246,6 +249,9 @@ func cutName(app string) string {
 // without a server connection to give), that takes the connection and
 // does not answer holds it that long, not until the pooler gives up.
 func (s *Store) Ping(ctx context.Context) error {
+	if s.pool == nil {
+		return errNoPool()
+	}
 	bound := statementTimeout(ctx)
 	pingCtx, cancel := boundStatement(ctx)
 	defer cancel()
@@ -487,7 +493,17 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // User is the role the store connects as, as its database URL names it
 // ("" when the URL leaves it to the server's default).
-func (s *Store) User() string { return s.pool.Config().ConnConfig.User }
+func (s *Store) User() string {
+	if s.pool == nil {
+		return ""
+	}
+	return s.pool.Config().ConnConfig.User
+}
+
+// errNoPool is the error of a call on a Store without a pool.
+func errNoPool() error {
+	return invalidf("the Store has no pool: it was made by store.New with a nil pool, or is a zero store.Store; open one with store.Open, or pass store.New the pool pgxpool.NewWithConfig returned")
+}
 
 // Close closes the pool, once the connections in use are released. A
 // Store that Open or OpenLazy made ends at once the connections pgx gave
@@ -497,24 +513,37 @@ func (s *Store) User() string { return s.pool.Config().ConnConfig.User }
 // idle connections are closed with their goodbye, and those in use are
 // left to their callers.
 func (s *Store) Close() {
+	if s == nil || s.closing == nil {
+		return // a zero Store, or a nil one, holds nothing to close
+	}
 	s.closing.byClose.Store(true)
 	s.closing.close()
 	if s.sockets != nil {
 		s.sockets.close()
 	}
-	s.pool.Close()
+	if s.pool != nil {
+		s.pool.Close()
+	}
 }
 
 // Closed returns a channel closed once Close is called, or once a
 // statement of the Store found its pool closed (the pool passed to New,
 // closed by its owner), for what works with the Store in the background
 // (engine.Client.Run) to stop rather than fail at every statement.
-func (s *Store) Closed() <-chan struct{} { return s.closing.ch }
+func (s *Store) Closed() <-chan struct{} {
+	if s.closing == nil {
+		return nil // a zero Store: never closed
+	}
+	return s.closing.ch
+}
 
 // PoolClosedOutside reports whether the Store's pool was found closed
 // while Close was never called: the owner of the pool passed to New
 // closed it.
 func (s *Store) PoolClosedOutside() bool {
+	if s.closing == nil {
+		return false
+	}
 	select {
 	case <-s.closing.ch:
 		return !s.closing.byClose.Load()
@@ -547,7 +576,11 @@ func (c *closing) close() { c.once.Do(func() { close(c.ch) }) }
 // have), and its next statements pay one new connection each. Behind
 // PgBouncer the connections dropped are PgBouncer's client connections,
 // cheap to make again. A Listener's connection is its own, and stays.
-func (s *Store) DropConnections() { s.pool.Reset() }
+func (s *Store) DropConnections() {
+	if s.pool != nil {
+		s.pool.Reset()
+	}
+}
 
 // RefusedMessage returns the index in msgs of the first message whose
 // payload or headers PostgreSQL refuses to take as jsonb (a number beyond
@@ -560,6 +593,9 @@ func (s *Store) DropConnections() { s.pool.Reset() }
 // batch failed in its own transaction, aborted now, may hold the pool's
 // last connection until it rolls back.
 func (s *Store) RefusedMessage(ctx context.Context, msgs []NewMessage) int {
+	if s.pool == nil {
+		return -1
+	}
 	b := &pgx.Batch{}
 	for _, m := range msgs {
 		var h *string
