@@ -628,11 +628,11 @@ func (c *Client) Run(ctx context.Context) error {
 // caller of Run: within the database call timeout, and said at debug
 // level when it cannot be written (the cause may forbid it too). Nothing
 // is written where Run refuses to write at all: a schema this pgbus
-// cannot work on, a search_path that shadows what its statements call, a
-// closed store.
+// cannot work on, a search_path that shadows what its statements call,
+// session settings its statements are not written for, a closed store.
 func (c *Client) recordStop(ctx context.Context, err error) {
 	if errors.Is(err, store.ErrClosed) || errors.Is(err, store.ErrSchemaOld) || errors.Is(err, store.ErrSchemaMissing) ||
-		errors.Is(err, store.ErrShadowingSearchPath) {
+		errors.Is(err, store.ErrShadowingSearchPath) || errors.Is(err, store.ErrSessionSettings) {
 		return
 	}
 	werr := c.bounded(context.WithoutCancel(ctx), func(ctx context.Context) error {

@@ -160,10 +160,11 @@ func (s *Store) Migrate(ctx context.Context) (MigrationStatus, error) {
 		// lacks, where the first DDL would only be refused.
 		return st, s.mayNotReadToMigrate(ctx, err)
 	}
-	if errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) || errors.Is(err, ErrPGMQMissing) || errors.Is(err, ErrShadowingSearchPath) {
+	if errors.Is(err, ErrSchemaNewer) || errors.Is(err, ErrStandby) || errors.Is(err, ErrPGMQMissing) || errors.Is(err, ErrShadowingSearchPath) ||
+		errors.Is(err, ErrSessionSettings) {
 		// A newer schema is never migrated by an older pgbus, nor any under
 		// a search_path that puts other functions in place of
-		// PostgreSQL's.
+		// PostgreSQL's, or session settings its SQL is not written for.
 		return st, err
 	}
 	checked := err

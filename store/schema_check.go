@@ -115,9 +115,12 @@ func SchemaGone(err error) bool {
 // ErrSchemaMissing when pgbus migrate never ran on the database,
 // ErrSchemaOld when migrations of this binary are missing,
 // ErrForeignPGMQSchema when schema pgmq is someone else's, ErrPermission
-// when the role may not read the pgbus schemas, and ErrShadowingSearchPath
-// when the session's search_path puts another schema's functions in place
-// of PostgreSQL's; each says what to do.
+// when the role may not read the pgbus schemas, ErrSessionSettings when the
+// session runs without the settings ConfigurePool gives it
+// (standard_conforming_strings on, client_encoding UTF8: a pool passed to
+// New that it did not configure), and ErrShadowingSearchPath when the
+// session's search_path puts another schema's functions in place of
+// PostgreSQL's; each says what to do.
 //
 // A database migrated by a newer pgbus passes: migrations only add, so
 // what this binary's migrations made is there. The status's Version is
@@ -147,6 +150,9 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck
 
+	if err := checkSessionSettings(ctx, tx); err != nil {
+		return st, err
+	}
 	if err := checkSearchPath(ctx, tx); err != nil {
 		return st, err
 	}

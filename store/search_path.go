@@ -18,6 +18,13 @@ import (
 // name, and would call that schema's instead. Nothing was read or written.
 var ErrShadowingSearchPath = errors.New("search_path shadows PostgreSQL's functions")
 
+// ErrSessionSettings is wrapped by the error of CheckSchema and Migrate
+// when the session runs with settings pgbus's statements are not written
+// for (sessionSettings): a pool passed to New that ConfigurePool did not
+// configure, on a server, role or database that sets them otherwise.
+// Nothing was read or written.
+var ErrSessionSettings = errors.New("the session's settings are not those pgbus's statements are written for")
+
 // shownShadows is how many of the shadowing functions and operators the
 // error names; it counts the rest.
 const shownShadows = 5
@@ -60,6 +67,37 @@ const shadowingSQL = `
 	       SESSION_USER::pg_catalog.text, pg_catalog.current_database()::pg_catalog.text
 	FROM shadows s
 	ORDER BY s.ord, s.name`
+
+// checkSessionSettings refuses, with ErrSessionSettings, a session whose
+// settings are not those ConfigurePool asks for where pgbus's statements
+// depend on them: standard_conforming_strings on (pgbus's regular
+// expressions, in its statements and in the SQL functions of its
+// triggers, are written with backslashes that would be read as escapes:
+// every dead letter would fail on an invalid regular expression) and
+// client_encoding UTF8 (Go's strings). One statement, at the schema
+// check, not per connection: every connection of a pool is made alike.
+func checkSessionSettings(ctx context.Context, tx pgx.Tx) error {
+	var scs, encoding string
+	if err := tx.QueryRow(ctx, `SELECT pg_catalog.current_setting('standard_conforming_strings'), pg_catalog.current_setting('client_encoding')`).Scan(&scs, &encoding); err != nil {
+		return fmt.Errorf("store: check the session's settings: %w", err)
+	}
+	var wrong, need []string
+	if scs != "on" {
+		wrong = append(wrong, "standard_conforming_strings is "+scs)
+		need = append(need, "standard_conforming_strings must be on")
+	}
+	if !strings.EqualFold(encoding, "UTF8") {
+		wrong = append(wrong, "client_encoding is "+encoding)
+		need = append(need, "client_encoding must be UTF8")
+	}
+	if len(wrong) == 0 {
+		return nil
+	}
+	return &kindError{kind: ErrSessionSettings, msg: fmt.Sprintf(
+		"store: the pool's sessions run with %s, which pgbus's statements are not written for (its regular expressions would fail on every dead letter, its texts be stored in another encoding): "+
+			"configure the pool with store.ConfigurePool (%s) before pgxpool.NewWithConfig, as store.Open does; nothing was read or written",
+		strings.Join(wrong, " and "), strings.Join(need, ", "))}
+}
 
 // checkSearchPath refuses a session whose search_path looks in a schema
 // before pg_catalog that holds functions or operators named as
