@@ -1,6 +1,6 @@
 module github.com/pgbus/pgbus
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/chromedp/cdproto v0.160.1

@@ -377,7 +377,8 @@ const lockProbeWait = 5 * time.Second
 // SlowRead says why a read of the database got no answer in time, for a
 // probe or a scrape that must not call a database that answers
 // unreachable: answered reports whether the database answers a question
-// asked now (within lockProbeWait), and heldBy, when it does, names the
+// asked now (within 5 seconds, or ctx's deadline if sooner), and heldBy,
+// when it does, names the
 // sessions holding locks on pgbus's and PGMQ's tables that keep reads or
 // writes waiting ("" for none: the database is slow, not held), with the
 // statement that ends each.
