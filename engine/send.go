@@ -66,10 +66,7 @@ type SendOptions struct {
 // may succeed once the database is back. ctx's own deadline passing
 // wraps context.DeadlineExceeded instead.
 func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, err error) {
-	if err := c.made("Send"); err != nil {
-		return 0, err
-	}
-	id, _, err = c.SendOrFind(ctx, queue, payload, opts)
+	id, _, err = c.sendOrFind(ctx, "Send", queue, payload, opts)
 	return id, err
 }
 
@@ -78,9 +75,17 @@ func (c *Client) Send(ctx context.Context, queue string, payload any, opts SendO
 // sent with the key before, and nothing is sent. Without a key, found is
 // false.
 func (c *Client) SendOrFind(ctx context.Context, queue string, payload any, opts SendOptions) (id int64, found bool, err error) {
+	return c.sendOrFind(ctx, "SendOrFind", queue, payload, opts)
+}
+
+// sendOrFind is Send and SendOrFind, fn naming the one called.
+func (c *Client) sendOrFind(ctx context.Context, fn, queue string, payload any, opts SendOptions) (id int64, found bool, err error) {
+	if err := c.made(fn); err != nil {
+		return 0, false, err
+	}
 	if ctx == nil {
 		// Refused here, not as a nil dereference deep in the driver.
-		return 0, false, fmt.Errorf("%w: Send needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid)
+		return 0, false, fmt.Errorf("%w: %s needs a context: pass context.Background(), or one that bounds the send", store.ErrInvalid, fn)
 	}
 	if len(c.observers.list) > 0 {
 		var done func(int64, error)

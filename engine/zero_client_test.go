@@ -23,8 +23,9 @@ func TestClientsNotMadeByNewClientRefuseCalls(t *testing.T) {
 		c.Handle("kind", func(context.Context, *engine.Job) error { return nil })
 		c.HandleQueue("q", func(context.Context, *engine.Job) error { return nil })
 		calls := map[string]func() error{
-			"Send":      func() error { _, err := c.Send(ctx, "q", 1, engine.SendOptions{}); return err },
-			"SendBatch": func() error { _, err := c.SendBatch(ctx, "q", []engine.BatchMessage{{Payload: 1}}); return err },
+			"Send":       func() error { _, err := c.Send(ctx, "q", 1, engine.SendOptions{}); return err },
+			"SendOrFind": func() error { _, _, err := c.SendOrFind(ctx, "q", 1, engine.SendOptions{}); return err },
+			"SendBatch":  func() error { _, err := c.SendBatch(ctx, "q", []engine.BatchMessage{{Payload: 1}}); return err },
 			"SendBatchNoted": func() error {
 				_, _, err := c.SendBatchNoted(ctx, "q", []engine.BatchMessage{{Payload: 1}}, store.AuditEntry{})
 				return err
