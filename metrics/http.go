@@ -104,9 +104,9 @@ type ProbeOptions struct {
 	// answering knows they run, though a database that was down held
 	// their heartbeats back. Nil: none.
 	Alive func() []string
-	// Logger gets the error of a database that does not answer: the body,
-	// served without a token, does not give it (it names the database's
-	// user, host and port).
+	// Logger gets the error of a database that does not answer or refuses
+	// the connection: the body, served without a token, does not give it
+	// (it names the database's user, host and port).
 	Logger *slog.Logger
 	// Stopping, closed once the process is stopping (its workers finish
 	// their running jobs and take no new ones), makes /readyz answer 503
@@ -225,6 +225,19 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 		}
 		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
 			Code: "health_check_refused", Message: msg}}}
+		return p.code, p.answer
+	}
+	if err != nil && ops.DatabaseRefused(err) {
+		// The database answered the check's new connection and refused
+		// it (a password changed, a role's CONNECTION LIMIT reached): it
+		// runs, so neither a slow check nor one unanswered. The error,
+		// which names the role, goes to the log; the advice names none.
+		p.at = time.Now()
+		if p.warned.Due(p.at) {
+			p.opts.Logger.Warn("pgbus: /readyz: the database refused the health check's connection; said here once a minute while it lasts", "err", err)
+		}
+		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
+			Code: "database_unreachable", Message: "the database refused the health check's connection (the process's log has its error); " + ops.DatabaseAdvice(err)}}}
 		return p.code, p.answer
 	}
 	if err != nil {

@@ -258,6 +258,14 @@ func DatabaseAdvice(err error) string {
 	return ""
 }
 
+// DatabaseRefused reports whether err, the error of an operation, holds a
+// connection the database (or a connection pooler in front of it)
+// answered and refused at its login: a password changed since the process
+// started, a role no longer let in, no connection left for the role or
+// the database. The database answers, so it is not one that did not
+// answer; DatabaseAdvice says what to do.
+func DatabaseRefused(err error) bool { return store.Refused(err) }
+
 // HealthOrSlow is Health for a caller that reports a database that does
 // not answer as the error it is, but a verdict on one that answers: where
 // another session's lock kept the check from reading the tables in time,

@@ -91,7 +91,8 @@ func poolGaveUp(err error) bool {
 
 // Advice returns the advice the text of err, an error of the store,
 // ends with when the store recognized why the database could not be
-// reached or used: a connection that failed (Ping's), a connection
+// reached or used: a connection that failed (Ping's, or one the pool made
+// for a statement that the server refused, Refused), a connection
 // pooler (PgBouncer) that cannot reach PostgreSQL or has no server
 // connection to give, a pool whose every connection failed its check. It
 // names no host, user or database, unlike err, for a caller that may not
@@ -101,12 +102,28 @@ func Advice(err error) string {
 	switch {
 	case errors.As(err, &ce):
 		return connectAdvice(ce.err)
+	case Refused(err):
+		// A connection the pool made after Open, for a statement.
+		return connectAdvice(err)
 	case bouncerAdvice(err) != "":
 		return bouncerAdvice(err)
 	case poolGaveUp(err):
 		return poolGaveUpError{}.Error()
 	}
 	return ""
+}
+
+// Refused reports whether err holds a connection the server (or a
+// connection pooler in front of it) answered and refused at its login,
+// with an error of its own: a password that changed (SQLSTATE 28P01), a
+// role it no longer lets in (28000), no connection left to give (53300),
+// a database that does not exist (3D000). It tells these, whether Open
+// or a statement's new connection met them later, from a server that did
+// not answer at all, which no check of the login settings mends.
+func Refused(err error) bool {
+	var connect *pgconn.ConnectError
+	var pgErr *pgconn.PgError
+	return errors.As(err, &connect) && errors.As(connect, &pgErr)
 }
 
 // bouncerAdvice says what a FATAL error of PgBouncer's that it sends when

@@ -133,3 +133,19 @@ func skewedStore(t testing.TB, env ...string) *store.Store {
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
 	return migratedStore(t, c.URL())
 }
+
+// PasswordCluster is PrivateCluster whose server asks every role but its
+// superuser for its password (scram-sha-256), as a production server
+// does, where the test server trusts every local login: a role's password
+// changed then refuses the logins that give the old one. It returns the
+// superuser's URL.
+func PasswordCluster(t testing.TB) string {
+	t.Helper()
+	_, c := PrivateCluster(t)
+	hba := filepath.Join(c.DataDir(), "pgdata", "pg_hba.conf")
+	if err := os.WriteFile(hba, []byte("local all pgbus trust\nlocal all all scram-sha-256\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	Exec(t, c.URL(), "SELECT pg_reload_conf()")
+	return c.URL()
+}
