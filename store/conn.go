@@ -105,6 +105,9 @@ func Advice(err error) string {
 	case Refused(err):
 		// A connection the pool made after Open, for a statement.
 		return connectAdvice(err)
+	case errors.As(err, new(*rereadError)):
+		// A connection the pool did not make, for a statement.
+		return rereadAdvice
 	case bouncerAdvice(err) != "":
 		return bouncerAdvice(err)
 	case poolGaveUp(err):

@@ -47,7 +47,15 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	if s.pool == nil {
 		return nil, errNoPool()
 	}
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
+	cfg := s.pool.Config()
+	connCfg := cfg.ConnConfig.Copy()
+	if cfg.BeforeConnect != nil {
+		// The address and login as they are now (OpenLazyFrom).
+		if err := cfg.BeforeConnect(ctx, connCfg); err != nil {
+			return nil, fmt.Errorf("store: listen for sends: connect: %w", err)
+		}
+	}
+	conn, err := pgx.ConnectConfig(ctx, connCfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: listen for sends: connect: %w", err)
 	}

@@ -86,6 +86,10 @@ type Store struct {
 	// readOnlyDrops paces RenewReadOnlyConnections.
 	readOnlyDrops connDrops
 
+	// reread gives new connections the URL as it is now, for a Store
+	// OpenLazyFrom made; nil otherwise.
+	reread *reread
+
 	// exactLimit replaces ExactCountLimit when set (SetExactCountLimit).
 	exactLimit atomic.Int64
 	// exactPages replaces ExactCountPages when set (SetExactCountPages).
@@ -145,7 +149,14 @@ func Open(ctx context.Context, url string) (*Store, error) {
 // pg_stat_activity shows it, unless url (or PGAPPNAME) names one:
 // OpenLazyAs.
 func OpenAs(ctx context.Context, url, app string) (*Store, error) {
-	s, err := OpenLazyAs(url, app)
+	return OpenFrom(ctx, url, app, nil)
+}
+
+// OpenFrom is OpenAs whose new connections take the database's address
+// and login from again, read each time, rather than from url as it was
+// at Open: see OpenLazyFrom. A nil again is OpenAs.
+func OpenFrom(ctx context.Context, url, app string, again URLSource) (*Store, error) {
+	s, err := OpenLazyFrom(url, app, again)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +193,19 @@ const MaxApplicationName = 63
 // (PGAPPNAME): a database administrator then tells them apart in
 // pg_stat_activity and in the sessions that hold locks. app is cut to
 // MaxApplicationName bytes; "" sets none.
-func OpenLazyAs(url, app string) (*Store, error) {
+func OpenLazyAs(url, app string) (*Store, error) { return OpenLazyFrom(url, app, nil) }
+
+// OpenLazyFrom is OpenLazyAs whose every new connection (the pool's, the
+// listener's, the one made beside a pool whose connections are all in
+// use) takes the database's address and login (host, port, database,
+// user, password, TLS settings and target_session_attrs) from the URL
+// again gives then, rather than from url as it was at the start: a
+// password rotated under a running process, in the file again reads, is
+// used from the next connection on, while those open keep their session.
+// pgbus's session settings and the pool's own (pool_max_conns, timeouts)
+// stay url's. An error of again, or a URL it gives that cannot be read,
+// fails that connection, saying so (Advice). A nil again is OpenLazyAs.
+func OpenLazyFrom(url, app string, again URLSource) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, urlError(url, err)
@@ -203,6 +226,11 @@ func OpenLazyAs(url, app string) (*Store, error) {
 		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	socks := trackSockets(cfg)
+	var r *reread
+	if again != nil {
+		r = newReread(url, cfg.ConnConfig, again)
+		cfg.BeforeConnect = r.apply
+	}
 	// NewWithConfig makes its connections in the background (those of
 	// pool_min_conns), so it waits for no server.
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
@@ -211,6 +239,7 @@ func OpenLazyAs(url, app string) (*Store, error) {
 	}
 	s := New(pool)
 	s.sockets = socks
+	s.reread = r
 	return s, nil
 }
 
@@ -270,7 +299,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		err = &pingTimeoutError{bound: bound, err: err}
 	}
 	if err != nil {
-		return &connectError{host: s.pool.Config().ConnConfig.Host, err: err}
+		return &connectError{host: s.target().Host, err: err}
 	}
 	return nil
 }
@@ -432,6 +461,9 @@ func limitSetting(lim Limit) string {
 // that answered and refused says why, so the advice follows its reason;
 // one that did not answer is down or elsewhere.
 func connectAdvice(err error) string {
+	if errors.As(err, new(*rereadError)) {
+		return rereadAdvice
+	}
 	if errors.Is(err, pgconn.ErrReadOnlyConnection) {
 		return "the servers of the database URL that answered take no writes (standbys, refused by its target_session_attrs=read-write): " +
 			"the primary is down or a failover is under way; try again once a primary answers, or name the primary's host in the database URL"
@@ -493,12 +525,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // User is the role the store connects as, as its database URL names it
 // ("" when the URL leaves it to the server's default).
-func (s *Store) User() string {
-	if s.pool == nil {
-		return ""
-	}
-	return s.pool.Config().ConnConfig.User
-}
+func (s *Store) User() string { return s.target().User }
 
 // errNoPool is the error of a call on a Store without a pool.
 func errNoPool() error {

@@ -46,6 +46,9 @@ type app struct {
 	cfg *config.File
 	// sources says where each resolved flag's value came from, for errors.
 	sources map[string]string
+	// again reads a resolved flag's value again, for one read from a
+	// secret's file (lookupSetting), which a rotation may rewrite.
+	again map[string]func() (string, error)
 
 	log *slog.Logger
 
@@ -118,6 +121,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	a.setCarry(fs)
 	a.commandPath = cmd.CommandPath()
 	a.sources = map[string]string{}
+	a.again = map[string]func() (string, error){}
 	a.cfg = &config.File{}
 	if v, set := os.LookupEnv(EnvConfig); set && strings.TrimSpace(v) == "" && !fs.Changed("config") {
 		// Read as unset, a deploy whose configuration path came through
@@ -198,7 +202,7 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 		return nil
 	}
 	for _, e := range envs {
-		v, source, err := lookupSetting(e)
+		v, source, again, err := lookupSetting(e)
 		if err != nil {
 			return usageError{err}
 		}
@@ -207,6 +211,9 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 				return usageError{fmt.Errorf("%s=%q: %s", source, v, badValue(fl, err))}
 			}
 			a.sources[name] = source
+			if again != nil {
+				a.again[name] = again
+			}
 			return nil
 		}
 	}
@@ -348,7 +355,10 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 	if a.databaseURL == "" && a.noEmbedded {
 		return nil, usageError{fmt.Errorf("no database URL, and the embedded PostgreSQL is turned off%s: set %s (or %s naming a file that holds it), --database-url or the configuration file's database_url", a.from("no-embedded"), EnvDatabaseURL, EnvDatabaseURL+fileSuffix)}
 	}
-	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: a.callTimeout, ApplicationName: a.commandPath})
+	// A URL read from a file (DATABASE_URL_FILE) is read again for each
+	// new connection: a rotated secret is used without a restart.
+	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: a.callTimeout, ApplicationName: a.commandPath,
+		URLAgain: a.again["database-url"]})
 	if err != nil && !errors.Is(err, dbopen.ErrBadURL) {
 		// The store's advice on connecting says "the database URL", as a
 		// Go program passes it; a person here gave it by the flag or the

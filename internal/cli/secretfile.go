@@ -29,28 +29,37 @@ const maxSecretFile = 64 << 10
 // came from; "" when neither is set. Both set is an error: which one the
 // deploy meant is not for pgbus to guess. The file's final line breaks are
 // left out (an editor or echo adds one; a token with white space would be
-// refused), anything else is kept as it is.
-func lookupSetting(name string) (value, source string, err error) {
+// refused), anything else is kept as it is. again, for a value read from
+// a file, reads the file again, for a value that may change while the
+// process runs (a rotated secret); nil for a value from the environment.
+func lookupSetting(name string) (value, source string, again func() (string, error), err error) {
 	value, source = os.Getenv(name), "environment variable "+name
 	if !slices.Contains(secretVariables, name) {
-		return value, source, nil
+		return value, source, nil, nil
 	}
 	twin := name + fileSuffix
 	path, set := os.LookupEnv(twin)
 	if !set {
-		return value, source, nil
+		return value, source, nil, nil
 	}
 	if _, both := os.LookupEnv(name); both {
-		return "", "", fmt.Errorf("environment variables %s and %s are both set: keep one (unset %s to read the file)", name, twin, name)
+		return "", "", nil, fmt.Errorf("environment variables %s and %s are both set: keep one (unset %s to read the file)", name, twin, name)
 	}
 	if strings.TrimSpace(path) == "" {
-		return "", "", fmt.Errorf("environment variable %s is set but empty: give the path of the file holding %s, or unset it", twin, name)
+		return "", "", nil, fmt.Errorf("environment variable %s is set but empty: give the path of the file holding %s, or unset it", twin, name)
 	}
-	value, err = readSecretFile(path)
+	again = func() (string, error) {
+		value, err := readSecretFile(path)
+		if err != nil {
+			return "", fmt.Errorf("environment variable %s=%q: %w", twin, path, err)
+		}
+		return value, nil
+	}
+	value, err = again()
 	if err != nil {
-		return "", "", fmt.Errorf("environment variable %s=%q: %w", twin, path, err)
+		return "", "", nil, err
 	}
-	return value, "the file " + path + " (environment variable " + twin + ")", nil
+	return value, "the file " + path + " (environment variable " + twin + ")", again, nil
 }
 
 // readSecretFile reads a secret's value from path.

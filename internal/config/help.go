@@ -37,7 +37,9 @@ Every setting is taken from the first of:
                                    DATABASE_URL_FILE and PGBUS_MCP_TOKEN_FILE
                                    name a file holding the secret instead
                                    (a mounted secret; its final newline is
-                                   left out)
+                                   left out); DATABASE_URL_FILE is read
+                                   again for each new connection, so a
+                                   rotated password needs no restart
   3. the configuration file
   4. the built-in default
 

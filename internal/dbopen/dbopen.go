@@ -56,6 +56,11 @@ type Options struct {
 	// embedded one, in pg_stat_activity ("pgbus work"), unless the URL
 	// names its own application_name, which is kept (store.OpenLazyAs).
 	ApplicationName string
+	// URLAgain, when set, gives the URL as it is now, read again for each
+	// new connection to the database at URL (store.OpenLazyFrom): the file
+	// a deploy mounts it from, whose secret a rotation rewrites while the
+	// process runs. Nil uses URL as it was at the start.
+	URLAgain func() (string, error)
 }
 
 // DB is an open store and what it runs on.
@@ -81,6 +86,7 @@ func Connect(ctx context.Context, opts Options) (*DB, error) {
 			return nil, err
 		}
 		db.Embedded, url = cluster, cluster.URL()
+		opts.URLAgain = nil
 	}
 	s, err := openWaiting(ctx, url, opts)
 	if err != nil {
@@ -100,7 +106,7 @@ func Dial(ctx context.Context, opts Options) (*DB, error) {
 	if opts.URL == "" {
 		return Connect(ctx, opts)
 	}
-	s, err := store.OpenLazyAs(opts.URL, opts.ApplicationName)
+	s, err := store.OpenLazyFrom(opts.URL, opts.ApplicationName, opts.URLAgain)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +228,7 @@ func openWaiting(ctx context.Context, url string, opts Options) (*store.Store, e
 	deadline := time.Now().Add(opts.WaitFor)
 	delay := 250 * time.Millisecond
 	for {
-		s, err := store.OpenAs(store.WithStatementTimeout(ctx, opts.CallTimeout), url, opts.ApplicationName)
+		s, err := store.OpenFrom(store.WithStatementTimeout(ctx, opts.CallTimeout), url, opts.ApplicationName, opts.URLAgain)
 		crowded := store.IsCrowded(err)
 		if err == nil || !crowded && !store.IsUnreachable(err) || time.Now().Add(delay).After(deadline) {
 			return s, err
@@ -358,7 +364,7 @@ func (d *DB) logRepairs() {
 }
 
 // Role is the database role connected as, for messages about privileges.
-func (d *DB) Role() string { return d.Pool().Config().ConnConfig.User }
+func (d *DB) Role() string { return d.User() }
 
 // Where describes the database for status lines, without credentials.
 func (d *DB) Where() string {

@@ -1,0 +1,97 @@
+package cli_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/store"
+)
+
+// The file DATABASE_URL_FILE names is read again for each new connection:
+// a secret rotated under a running worker (the role's password changed,
+// the mounted file updated) is used from its next connection on, so that
+// /readyz, 503 while the database refuses the old password, answers 200
+// again without a restart.
+func TestDatabaseURLFileRotatedUnderARunningWorker(t *testing.T) {
+	t.Parallel()
+	superURL := pgtest.PasswordCluster(t)
+	pgtest.OpenStore(t, superURL)
+	role, roleURL := pgtest.NewRole(t, superURL)
+	pgbus(t, []string{"DATABASE_URL=" + superURL}, "queue", "create", "rotated")
+	pgtest.Exec(t, superURL, store.OperatorGrants(role))
+	file := filepath.Join(t.TempDir(), "database-url")
+	if err := os.WriteFile(file, []byte(roleURL+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "work", "--queue", "rotated", "--handler", "demo",
+		"--metrics-addr", "127.0.0.1:0", "--log-format", "json")
+	cmd.Env = append(baseEnv(), "DATABASE_URL_FILE="+file)
+	metricsURL, logs := startListening(t, cmd, "pgbus: metrics and probes listening", "metrics")
+	defer func() { _ = cmd.Process.Kill() }()
+	readyz := strings.TrimSuffix(metricsURL, "/metrics") + "/readyz"
+	ready := func() (int, string) {
+		resp, err := http.Get(readyz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := ready(); code != http.StatusOK {
+		t.Fatalf("/readyz before the rotation: %d %s", code, body)
+	}
+
+	// The rotation: the password changes, the sessions logged in with the
+	// old one end (a restart of the server, a pooler's), and the process
+	// must connect again.
+	u, err := url.Parse(roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "rotated-0123456789")
+	newURL := u.String()
+	pgtest.Exec(t, superURL, "ALTER ROLE "+role+" PASSWORD 'rotated-0123456789'")
+	terminate := "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'"
+	pgtest.Exec(t, superURL, terminate)
+	var code int
+	var body string
+	pgtest.Eventually(t, time.Minute, "/readyz to answer 503 while the file holds the old password", func() bool {
+		code, body = ready()
+		return code == http.StatusServiceUnavailable
+	})
+	if !strings.Contains(body, "refused") {
+		t.Errorf("/readyz with the old password: %s; want it to say the database refused the connection", body)
+	}
+	if err := os.WriteFile(file, []byte(newURL+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Eventually(t, time.Minute, "/readyz to answer 200 once the file holds the new password", func() bool {
+		code, body = ready()
+		return code == http.StatusOK
+	})
+	// A job sent now is worked: the workers connect with it too.
+	pgbus(t, []string{"DATABASE_URL=" + superURL}, "send", "rotated", `{"simulate": "ok"}`)
+	st := pgtest.OpenStore(t, superURL)
+	pgtest.Eventually(t, time.Minute, "the job sent after the rotation to be worked", func() bool {
+		return pgtest.Live(t, st, "rotated") == 0
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	}
+}
