@@ -30,7 +30,13 @@ type MigrationStatus struct {
 	// record, before it applied anything. Processes that migrate at once
 	// share the work, so Version less Applied may be higher, and the first
 	// version this call applied above From+1: Upgrade says what it did.
-	From    int
+	From int
+	// Settled is the highest version recorded at that read that was
+	// applied more than RunWindow before it: the versions above it, up to
+	// From, were applied by a migration under way, of processes started
+	// at once with this one (Upgrade). 0 when the record was empty, or
+	// all of it that recent: a first install under way.
+	Settled int
 	Applied int // migrations applied by this call
 	// AppliedVersions are the versions this call applied itself, in
 	// order: with processes that migrate at once, the others applied the
@@ -53,19 +59,40 @@ type MigrationStatus struct {
 // as migrations only add, but changes nothing of it.
 func (st MigrationStatus) Newer() bool { return st.Version > st.Known }
 
-// Upgrade says what this call applied of an upgrade: the version the
-// schema had just before the first migration it applied (From, or the
-// one another process applied last before it), the last version it
-// applied, and the versions above From that other processes applied
-// meanwhile, in order. ok is false when it applied nothing, or made the
-// schema where there was none (From 0): a first install is no upgrade.
+// RunWindow is how recent a version recorded when Migrate read the record
+// must be to count as applied by a migration under way, of processes
+// started at once with it (MigrationStatus.Settled): the migrations of one
+// run follow one another within seconds, those of an earlier deploy came
+// long before.
+const RunWindow = time.Minute
+
+// Upgrade says what this call took part in: the version the schema had
+// before the upgrade, the version it has after it, and the versions in
+// between that other processes applied, in order, AppliedVersions being
+// this call's own. Processes that migrate at once share the work, their
+// migrations interleaved: where others applied versions after this
+// call's first (or had applied some within RunWindow before it read the
+// record), they and this call ran one upgrade, from Settled. Otherwise
+// another process's upgrade came before this call's (an older pgbus's,
+// applied while this one waited for the lock), and this call's is from
+// the version just before its first. ok is false when it applied
+// nothing, or when it took part in a first install: the record was empty,
+// or all of it applied within RunWindow, when it read it (Settled 0).
 func (st MigrationStatus) Upgrade() (from, to int, byOthers []int, ok bool) {
-	if len(st.AppliedVersions) == 0 || st.From == 0 {
+	if len(st.AppliedVersions) == 0 || st.Settled == 0 {
 		return 0, 0, nil, false
 	}
-	from = max(st.From, st.AppliedVersions[0]-1)
-	to = st.AppliedVersions[len(st.AppliedVersions)-1]
-	for v := st.From + 1; v <= st.Version; v++ {
+	first := st.AppliedVersions[0]
+	interleaved := false
+	for v := first + 1; v <= st.Version; v++ {
+		interleaved = interleaved || !slices.Contains(st.AppliedVersions, v)
+	}
+	from = max(st.From, first-1)
+	if interleaved || st.Settled < st.From {
+		from = st.Settled
+	}
+	to = st.Version
+	for v := min(from, st.From) + 1; v <= st.Version; v++ {
 		if !slices.Contains(st.AppliedVersions, v) {
 			byOthers = append(byOthers, v)
 		}
@@ -302,7 +329,8 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 		if err != nil || !record {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT version, name FROM pgbus.schema_migrations`)
+		rows, err := tx.Query(ctx, `SELECT version, name, coalesce(applied_at < clock_timestamp() - make_interval(secs => $1), true) FROM pgbus.schema_migrations`,
+			RunWindow.Seconds())
 		if err != nil {
 			return fmt.Errorf("store: migrate: read applied versions: %w", err)
 		}
@@ -314,6 +342,9 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 			applied[r.Version] = true
 			newer = newer || r.Version > len(migrations)
 			st.From = max(st.From, r.Version)
+			if r.Settled {
+				st.Settled = max(st.Settled, r.Version)
+			}
 		}
 		if newer {
 			return nil // a newer pgbus's record, checked as it is
@@ -354,6 +385,8 @@ func (s *Store) migrate(ctx context.Context, migrations []schema.Migration) (Mig
 type appliedMigration struct {
 	Version int
 	Name    string
+	// Settled: applied more than RunWindow before the record was read.
+	Settled bool
 }
 
 // placeholderName is the name an early build of pgbus recorded version 10

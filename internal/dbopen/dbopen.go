@@ -313,11 +313,13 @@ func (d *DB) Prepare(ctx context.Context, migrate bool) (err error) {
 // logUpgrade says that Prepare upgraded a schema an older pgbus migrated,
 // and how long it took: in a rolling deploy, the first new process
 // migrates the database under the old ones, and whoever deploys looks for
-// that in its log. It says what this process applied itself, from which
-// version to which, and the versions other processes migrating at once
-// applied meanwhile, so that their logs add up rather than each claim
-// the whole upgrade. A first install, on a database without the schema,
-// is no news, and a process that applied nothing says nothing.
+// that in its log. It says from which version to which the schema went
+// (store.MigrationStatus.Upgrade), the versions this process applied
+// itself and those other processes migrating at once applied, so that
+// their logs add up rather than each claim the whole upgrade. A first
+// install, on a database without the schema, is no news, whichever of
+// the processes started at once applied what of it, and a process that
+// applied nothing says nothing.
 func (d *DB) logUpgrade(took time.Duration) {
 	from, to, byOthers, ok := d.Status.Upgrade()
 	if d.logger == nil || !ok {

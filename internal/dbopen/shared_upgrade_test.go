@@ -52,6 +52,11 @@ func TestPrepareLogsOnlyWhatItApplied(t *testing.T) {
 		}
 	}
 
+	// An older pgbus migrated it up to there the day before.
+	if _, err := setup.Exec(ctx, `UPDATE pgbus.schema_migrations SET applied_at = now() - interval '1 day'`); err != nil {
+		t.Fatal(err)
+	}
+
 	// Another process migrates: it holds the migration lock.
 	first := connect(t, url)
 	firstTx, err := first.Begin(ctx)
