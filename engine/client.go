@@ -956,16 +956,21 @@ func (c *Client) drain(workers map[string]*queueWorker, wg *sync.WaitGroup, hard
 		wg.Wait()
 		close(done)
 	}()
-	running := func() int {
-		n := 0
+	waiting := func() (jobs, outcomes int) {
 		for _, w := range workers {
-			n += w.running()
+			jobs += w.running()
+			outcomes += int(w.unwritten.Load())
 		}
-		return n
+		return jobs, outcomes
 	}
-	if n := running(); n > 0 {
-		// Said at once: a stop that waits in silence looks hung.
-		c.log.Info("pgbus: stopping; waiting for the running jobs, up to the drain timeout", "running", n, "drain_timeout", c.cfg.DrainTimeout.String())
+	// Said at once: a stop that waits in silence looks hung.
+	switch jobs, outcomes := waiting(); {
+	case jobs > 0:
+		c.log.Info("pgbus: stopping; waiting for the running jobs, and the outcomes of finished ones to be written, up to the drain timeout",
+			"running", jobs, "unwritten_outcomes", outcomes, "drain_timeout", c.cfg.DrainTimeout.String())
+	case outcomes > 0:
+		c.log.Info("pgbus: stopping; no job runs, waiting for the outcomes of finished jobs to be written, up to the drain timeout",
+			"unwritten_outcomes", outcomes, "drain_timeout", c.cfg.DrainTimeout.String())
 	}
 	timeout := time.NewTimer(c.cfg.DrainTimeout)
 	defer timeout.Stop()
@@ -974,9 +979,14 @@ func (c *Client) drain(workers map[string]*queueWorker, wg *sync.WaitGroup, hard
 		return
 	case <-timeout.C:
 	}
-	c.log.Warn("pgbus: drain timeout reached; the running jobs are cancelled and their messages given back without using an attempt: "+
-		"visible again at once, or after their visibility timeout if their handler does not return within a second",
-		"timeout", c.cfg.DrainTimeout, "running", running())
+	if jobs, outcomes := waiting(); jobs > 0 {
+		c.log.Warn("pgbus: drain timeout reached; the running jobs are cancelled and their messages given back without using an attempt: "+
+			"visible again at once, or after their visibility timeout if their handler does not return within a second",
+			"timeout", c.cfg.DrainTimeout, "running", jobs, "unwritten_outcomes", outcomes)
+	} else {
+		c.log.Warn(fmt.Sprintf("pgbus: drain timeout reached while waiting for outcomes of finished jobs to be written (the database did not take them); their writes get %s more, then are given up, and those messages run again after their visibility timeout", finalWriteGrace),
+			"timeout", c.cfg.DrainTimeout, "unwritten_outcomes", outcomes)
+	}
 	hardStop()
 	last := time.AfterFunc(finalWriteGrace, stopWrites)
 	defer last.Stop()

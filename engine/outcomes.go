@@ -86,6 +86,7 @@ func (w *queueWorker) writeOutcomes() {
 			}
 		}
 		w.writeBatch(batch)
+		w.unwritten.Add(-int64(len(batch)))
 	}
 }
 

@@ -51,6 +51,9 @@ type queueWorker struct {
 	jobs      sync.WaitGroup
 	runnable  chan delivery // to the queue's runners, one per slot
 	outcomes  chan result
+	// unwritten counts the outcomes handed to the writer and not yet
+	// written or given up: a stop waits for them too.
+	unwritten atomic.Int64
 	settled   settledCounts // per table, for its vacuums
 	// gone are the physical queues found dropped by the writer of
 	// outcomes, which says so once per queue.
@@ -605,6 +608,7 @@ func (w *queueWorker) process(d delivery) {
 		}
 		return
 	}
+	w.unwritten.Add(1)
 	w.outcomes <- res // the writer tells the observers once it is written
 }
 
