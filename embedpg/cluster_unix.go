@@ -227,7 +227,11 @@ func (c *Cluster) prepareDataDir() error {
 	// error names the running server's way too.
 	mkdirErr := func(err error) *Error {
 		return newError("DataDir", err, func(t Terms) string {
-			return fmt.Sprintf("embedpg: creating data directory: %v; choose another with %s, or %s", err, t.DataDir, t.Server)
+			msg := fmt.Sprintf("embedpg: creating data directory: %v; choose a writable directory with %s, or %s", err, t.DataDir, t.Server)
+			if t.NoEmbedded != "" {
+				msg += ", or " + t.NoEmbedded
+			}
+			return msg
 		})
 	}
 	if err := os.MkdirAll(filepath.Dir(c.dataDir), 0o755); err != nil {

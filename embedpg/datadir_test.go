@@ -229,7 +229,7 @@ func TestUnusableDataDirNamesOptionsField(t *testing.T) {
 		{"a file", file, "is not a directory; choose another with Options.DataDir"},
 		// The embedded server may not be what was meant: its error names
 		// the running server's way too.
-		{"under a file", filepath.Join(file, "data", "dir"), "choose another with Options.DataDir, or pass the URL of a running PostgreSQL server"},
+		{"under a file", filepath.Join(file, "data", "dir"), "choose a writable directory with Options.DataDir, or pass the URL of a running PostgreSQL server"},
 		{"version unreadable", loop, "cannot tell whether"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,6 +19,11 @@ type Terms struct {
 	// Program names the program that calls Start, as in "run this
 	// program as root".
 	Program string
+	// NoEmbedded says, as an instruction, how never to start the embedded
+	// PostgreSQL, for a program that starts it unless told otherwise,
+	// as in "set PGBUS_NO_EMBEDDED=1"; empty (a Go program's words) for a
+	// program that calls Start only when it means to.
+	NoEmbedded string
 }
 
 // goTerms are the words of an Error's own message: those of a Go program

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"strings"
 	"syscall"
@@ -582,6 +583,12 @@ func IsUnreachable(err error) bool {
 	if errors.Is(err, ErrBadURL) {
 		// A file the URL names that cannot be read (sslrootcert's, ENOENT)
 		// is no server that does not answer.
+		return false
+	}
+	if errors.As(err, new(*fs.PathError)) {
+		// Nor is a file or directory that cannot be made or read, such
+		// as the embedded server's data directory on a read-only file
+		// system: its error number reads as a network error's.
 		return false
 	}
 	var pgErr *pgconn.PgError

@@ -384,9 +384,10 @@ const storeURLWords = "the database URL"
 // command line: the flag and variable that choose its data directory, and
 // those that name a running server instead.
 var embeddedTerms = embedpg.Terms{
-	DataDir: "--data-dir or " + EnvDataDir,
-	Server:  "set " + EnvDatabaseURL + " / --database-url to use a running server",
-	Program: "pgbus",
+	DataDir:    "--data-dir or " + EnvDataDir,
+	Server:     "set " + EnvDatabaseURL + " (or " + EnvDatabaseURL + fileSuffix + " naming a file that holds it) / --database-url to use a running server",
+	Program:    "pgbus",
+	NoEmbedded: "set " + EnvNoEmbedded + "=1 (--no-embedded) so that pgbus never starts the embedded PostgreSQL and says when no database URL is given",
 }
 
 // reworded is an error said in other words than its own, which it wraps.
