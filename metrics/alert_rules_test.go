@@ -696,6 +696,44 @@ func TestAlertRules(t *testing.T) {
 			}
 		}},
 
+		{"schema missing for a role that may not migrate it", func(t *testing.T) ([]snapshot, []phase, []check) {
+			// pgbus serve on a database that answers, without the pgbus
+			// schema, which its role may not make: it holds its calls
+			// (ops.Gate). The database is up; the schema is what ails.
+			url := pgtest.NewDatabase(t)
+			role, roleURL := pgtest.NewRole(t, url)
+			st, err := store.Open(pgtest.Context(t), roleURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(st.Close)
+			_, migrateErr := st.Migrate(pgtest.Context(t))
+			if !errors.Is(migrateErr, store.ErrSchemaMissing) || !store.IsPermissionDenied(migrateErr) {
+				t.Fatalf("migrate as %s, who may not create the schema: %v", role, migrateErr)
+			}
+			gate := ops.NewGate()
+			gate.Hold(migrateErr)
+			svc, err := ops.New(st, ops.Options{Gate: gate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(metrics.New(metrics.Options{Ops: svc, CacheFor: -1}))
+			base := serve(t, metrics.Mux(reg, svc, metrics.ProbeOptions{}))
+			first := capture(t, base)
+			if up, ready := value(scrape(t, base), "pgbus_database_up", nil), value(scrape(t, base), "pgbus_schema_ready", nil); up != 1 || ready != 0 {
+				t.Fatalf("pgbus_database_up = %v, pgbus_schema_ready = %v with the schema missing; want 1 and 0", up, ready)
+			}
+			instance := strings.TrimPrefix(base, "http://")
+			missing := firing{alert: "PgbusSchemaNotReady", labels: map[string]string{"instance": instance, "job": "pgbus", "severity": crit},
+				summary: "pgbus on " + instance + ": the database answers, but its pgbus schema is not ready"}
+			// No gauge is ever read: the gauges' age grows, and only the
+			// schema's rule fires, not the database's nor the gauges'.
+			return []snapshot{first}, []phase{{scrape: 0, minutes: 30, unread: true}}, []check{
+				{minute: 4}, {minute: 5, firing: []firing{missing}}, {minute: 29, firing: []firing{missing}},
+			}
+		}},
+
 		{"a lock on one queue's table", func(t *testing.T) ([]snapshot, []phase, []check) {
 			url := pgtest.NewDatabase(t)
 			s := newSystem(t, pgtest.OpenStore(t, url))

@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"maps"
 	"math"
@@ -110,6 +111,7 @@ type Metrics struct {
 	queuePaused   *prometheus.Desc
 	queueManaged  *prometheus.Desc
 	databaseUp    *prometheus.Desc
+	schemaReady   *prometheus.Desc
 	gaugesAge     *prometheus.Desc
 	buildInfo     *prometheus.Desc
 	sessionsOpen  *prometheus.Desc
@@ -126,8 +128,12 @@ type Metrics struct {
 	born   time.Time  // when the metrics were made: the gauges' age before a read succeeds
 	// up: the database answered the last read, or a question asked
 	// after it failed (pgbus_database_up).
-	up     bool
-	warned quietlog.Log // the failed reads told to the log
+	up bool
+	// schemaNotReady: the database answered the last read that it
+	// answered, saying its pgbus schema is not ready for this process
+	// (pgbus_schema_ready 0).
+	schemaNotReady bool
+	warned         quietlog.Log // the failed reads told to the log
 }
 
 var (
@@ -206,6 +212,8 @@ func New(opts Options) *Metrics {
 			"1 when pgbus manages the queue: made or registered with pgbus, or served by a pgbus worker process now or within the last 24 hours; 0 for another PGMQ client's queue that no pgbus worker serves, whose messages wait for that client (the worker and backlog alerts leave it out).", []string{"queue"}, nil),
 		databaseUp: prometheus.NewDesc("pgbus_database_up",
 			"1 when the database answers: the last read of the queue, breaker and worker gauges succeeded, or, when it did not (a lock on a queue's table), a question asked after it was answered; 0 when it does not answer.", nil, nil),
+		schemaReady: prometheus.NewDesc("pgbus_schema_ready",
+			"0 while the database answers but its pgbus schema is not ready for this process, which then serves no call and runs no worker: missing, older than this pgbus (and the process may not migrate it), newer and unreadable, or being migrated (/readyz and pgbus health say why, and what to do); 1 otherwise.", nil, nil),
 		gaugesAge: prometheus.NewDesc("pgbus_gauges_age_seconds",
 			"Seconds since the queue, DLQ, breaker and worker gauges were last read from the database (since the process started, before the first read): near 0 while reads succeed. While reads fail, the last successful read's gauges are served for a grace (2 minutes unless the program chose another), then left out, and this keeps growing: with pgbus_database_up 1, a session holds a lock on a pgbus or PGMQ table (pgbus health names it).", nil, nil),
 	}
@@ -362,7 +370,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.sessionsOpen
 	ch <- m.streamsOpen
 	if m.opts.Ops != nil {
-		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.queuePaused, m.queueManaged, m.databaseUp, m.gaugesAge} {
+		for _, d := range []*prometheus.Desc{m.queueMessages, m.estimated, m.dlqMessages, m.oldestReady, m.breakerState, m.breakerHeld, m.workers, m.queueWorkers, m.queuePaused, m.queueManaged, m.databaseUp, m.schemaReady, m.gaugesAge} {
 			ch <- d
 		}
 	}
@@ -381,8 +389,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	if m.opts.Ops == nil {
 		return
 	}
-	g, ok, up, age := m.gauges()
+	g, ok, up, schemaReady, age := m.gauges()
 	ch <- prometheus.MustNewConstMetric(m.databaseUp, prometheus.GaugeValue, flag(up))
+	ch <- prometheus.MustNewConstMetric(m.schemaReady, prometheus.GaugeValue, flag(schemaReady))
 	ch <- prometheus.MustNewConstMetric(m.gaugesAge, prometheus.GaugeValue, age.Seconds())
 	if !ok {
 		return
@@ -428,9 +437,11 @@ func (m *Metrics) vectors() []prometheus.Collector {
 // gauges returns the gauges, read again when the last read is older than
 // CacheFor, whether there are any to serve (ok: the last read succeeded,
 // or the last successful one is younger than GaugesGrace), whether the
-// database answers (up), and how old the gauges are: since the last
-// successful read. Scrapes that come during a read wait for it.
-func (m *Metrics) gauges() (_ ops.Gauges, ok, up bool, age time.Duration) {
+// database answers (up), whether its schema is ready for this process, as
+// far as the last read that it answered said, and how old the gauges are:
+// since the last successful read. Scrapes that come during a read wait
+// for it.
+func (m *Metrics) gauges() (_ ops.Gauges, ok, up, schemaReady bool, age time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.readAt.IsZero() || time.Since(m.readAt) >= m.opts.CacheFor {
@@ -438,9 +449,9 @@ func (m *Metrics) gauges() (_ ops.Gauges, ok, up bool, age time.Duration) {
 	}
 	age = time.Since(cmp.Or(m.goodAt, m.born))
 	if m.goodAt.IsZero() || !m.readOK && age >= m.opts.GaugesGrace {
-		return ops.Gauges{}, false, m.up, age
+		return ops.Gauges{}, false, m.up, !m.schemaNotReady, age
 	}
-	return m.good, true, m.up, age
+	return m.good, true, m.up, !m.schemaNotReady, age
 }
 
 // read reads the gauges; m.mu is held.
@@ -450,8 +461,21 @@ func (m *Metrics) read() {
 	g, err := m.opts.Ops.Gauges(ctx)
 	m.readAt, m.readOK, m.up = time.Now(), err == nil, err == nil
 	if err == nil {
-		m.good, m.goodAt = g, m.readAt
+		m.good, m.goodAt, m.schemaNotReady = g, m.readAt, false
 		m.warned.OK()
+		return
+	}
+	if errors.Is(err, ops.ErrSchemaNotReady) || ops.ErrorKind(err) == ops.KindSchema {
+		// The database answered: the pgbus schema is not ready for this
+		// process (missing, older, being migrated), which the process
+		// holds its calls for or the read found. A question of the locks
+		// on pgbus's tables would fail for want of them, and say the
+		// database down.
+		m.up, m.schemaNotReady = true, true
+		if m.warned.Due(time.Now()) {
+			m.log.Warn("pgbus metrics: the database answers, but its pgbus schema is not ready for this process: no queue gauges until it is (pgbus_schema_ready 0), said here once a minute while it lasts",
+				"err", err)
+		}
 		return
 	}
 	// A lock on one queue's table, or a busy database, holds the read:

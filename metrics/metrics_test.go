@@ -145,6 +145,7 @@ var Types = map[string]dto.MetricType{
 	"pgbus_workers_running":                   dto.MetricType_GAUGE,
 	"pgbus_queue_workers_running":             dto.MetricType_GAUGE,
 	"pgbus_database_up":                       dto.MetricType_GAUGE,
+	"pgbus_schema_ready":                      dto.MetricType_GAUGE,
 	"pgbus_gauges_age_seconds":                dto.MetricType_GAUGE,
 	"pgbus_queue_paused":                      dto.MetricType_GAUGE,
 	"pgbus_queue_managed":                     dto.MetricType_GAUGE,
