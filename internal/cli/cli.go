@@ -103,12 +103,20 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if log := app.stopLog(cmd, args, stderr); log != nil {
 		// The line a crash-looping process's log shipper must read: a
 		// record of the log it asked for JSON, not text among them.
-		log.Error(line, "kind", errorKind(cause, code), "exit_code", code, "next", app.nextCommands(cause, self))
+		// Its message a phrase a log query matches, the error's words under
+		// err, as every other line gives its error.
+		log.Error(stopMessage, "err", line, "kind", errorKind(cause, code), "exit_code", code, "next", app.nextCommands(cause, self))
 		return code
 	}
 	app.printError(stderr, errorsAsJSON(cmd, args, app.flagsFailed), line, code, cause, self)
 	return code
 }
+
+// stopMessage is the message of the record a long-running command (pgbus
+// work, serve, dashboard) that logs JSON stops on: the same words
+// whatever the error, which the record's err, kind, exit_code and next
+// give.
+const stopMessage = "pgbus: stopped on an error"
 
 // stopLog is the log the error of cmd, a command that runs until stopped,
 // is written to as a record, when its logs are JSON; nil otherwise. An

@@ -154,16 +154,22 @@ func TestLongRunningErrorIsAJSONRecordWithJSONLogs(t *testing.T) {
 	var rec struct {
 		Level    string `json:"level"`
 		Msg      string `json:"msg"`
+		Err      string `json:"err"`
 		Kind     string `json:"kind"`
 		ExitCode int    `json:"exit_code"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
 		t.Fatalf("the last line of stderr is no JSON record: %v\n%s", err, r.stderr)
 	}
-	if rec.Level != "ERROR" || !strings.Contains(rec.Msg, `unknown handler type "nosuch"`) || rec.Kind != "usage" || rec.ExitCode != 2 {
-		t.Errorf("the error's record: %+v; want level ERROR, its words, kind usage, exit code 2", rec)
+	// Its message a phrase a log query can match, the error's words under
+	// err, as every other line gives its error.
+	if rec.Level != "ERROR" || rec.Msg != stopMsg || !strings.Contains(rec.Err, `unknown handler type "nosuch"`) || rec.Kind != "usage" || rec.ExitCode != 2 {
+		t.Errorf("the error's record: %+v; want level ERROR, msg %q, its words as err, kind usage, exit code 2", rec, stopMsg)
 	}
 }
+
+// stopMsg is the message of the record a long-running command stops on.
+const stopMsg = "pgbus: stopped on an error"
 
 // So does an error met before the log is made, when the command line or
 // the environment asked for JSON logs: a flag the command does not know, a
@@ -185,14 +191,15 @@ func TestStartUpErrorIsAJSONRecordWithJSONLogs(t *testing.T) {
 		var rec struct {
 			Level    string `json:"level"`
 			Msg      string `json:"msg"`
+			Err      string `json:"err"`
 			ExitCode int    `json:"exit_code"`
 		}
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil || r.code != 2 {
 			t.Errorf("%v: exit %d, the last line of stderr is no JSON record (%v):\n%s", c.args, r.code, err, r.stderr)
 			continue
 		}
-		if rec.Level != "ERROR" || !strings.Contains(rec.Msg, c.says) || rec.ExitCode != 2 {
-			t.Errorf("%v: the error's record %+v; want level ERROR, saying %q, exit code 2", c.args, rec, c.says)
+		if rec.Level != "ERROR" || rec.Msg != stopMsg || !strings.Contains(rec.Err, c.says) || rec.ExitCode != 2 {
+			t.Errorf("%v: the error's record %+v; want level ERROR, msg %q, err saying %q, exit code 2", c.args, rec, stopMsg, c.says)
 		}
 	}
 	// Text asked for on the command line wins over the environment.

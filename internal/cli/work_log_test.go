@@ -26,7 +26,7 @@ func TestWorkLogsDeadLettersAndSummaryAtInfo(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("work: exit %d: %s", r.code, r.stderr)
 	}
-	var dead, summary []map[string]any
+	var dead, summary, stopped []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
@@ -37,6 +37,8 @@ func TestWorkLogsDeadLettersAndSummaryAtInfo(t *testing.T) {
 			dead = append(dead, rec)
 		case "pgbus: summary of this run":
 			summary = append(summary, rec)
+		case "pgbus work: stopped":
+			stopped = append(stopped, rec)
 		case "pgbus: job done", "pgbus: job failed":
 			t.Errorf("a job's outcome logged at the default level: %s", line)
 		}
@@ -46,8 +48,16 @@ func TestWorkLogsDeadLettersAndSummaryAtInfo(t *testing.T) {
 	}
 	rec := dead[0]
 	if rec["level"] != "INFO" || rec["queue"] != "charges" || rec["kind"] != "charge" || rec["msg_id"] == nil ||
-		rec["reason"] != "max_retries_exceeded" || rec["error_class"] == "" || !strings.Contains(rec["error"].(string), "card declined") {
+		rec["reason"] != "max_retries_exceeded" || rec["error_class"] == "" || rec["error"] != nil {
 		t.Errorf("the dead-letter line: %v", rec)
+	}
+	// Its error under err, as every other line's.
+	if e, _ := rec["err"].(string); !strings.Contains(e, "card declined") {
+		t.Errorf("the dead-letter line's err: %v; want the handler's error", rec)
+	}
+	// The worker that stopped is named, as its start line names it.
+	if len(stopped) != 1 || stopped[0]["worker"] == nil || stopped[0]["worker"] == "" {
+		t.Errorf("the stop lines: %v; want one naming its worker", stopped)
 	}
 	if len(summary) != 1 {
 		t.Fatalf("%d summary lines, want 1:\n%s", len(summary), r.stderr)

@@ -99,12 +99,12 @@ func (l *JobLog) JobFinished(_ context.Context, job *engine.Job, f engine.Finish
 		// is the physical one its message was read from, whose archive
 		// keeps it.
 		l.log.Info("pgbus: job discarded: archived with header pgbus_discarded, not dead-lettered",
-			"queue", queue, "msg_id", job.ID, "kind", kind, "attempt", job.Attempt, "error_class", f.ErrorClass, "error", msg,
+			"queue", queue, "msg_id", job.ID, "kind", kind, "attempt", job.Attempt, "error_class", f.ErrorClass, "err", msg,
 			"archive", "pgmq.a_"+queue)
 		return
 	}
 	l.log.Info("pgbus: job dead-lettered", "queue", queue, "msg_id", job.ID, "kind", kind, "reason", f.Reason,
-		"attempt", job.Attempt, "error_class", f.ErrorClass, "error", msg)
+		"attempt", job.Attempt, "error_class", f.ErrorClass, "err", msg)
 }
 
 // shorten redacts an error's text and cuts it to a log line's length; it

@@ -76,7 +76,7 @@ func TestJobLogAtInfo(t *testing.T) {
 		t.Errorf("%d messages in %s marked discarded; want the one the log names", n, archive)
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if strings.Contains(line, "job discarded") && (!strings.Contains(line, "msg_id=") || !strings.Contains(line, "error_class=") || !strings.Contains(line, "error=")) {
+		if strings.Contains(line, "job discarded") && (!strings.Contains(line, "msg_id=") || !strings.Contains(line, "error_class=") || !strings.Contains(line, " err=") || strings.Contains(line, " error=")) {
 			t.Errorf("a discard's line without its id, class or error: %s", line)
 		}
 		if strings.Contains(line, "job dead-lettered") && len(line) > 600 {

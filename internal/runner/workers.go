@@ -219,7 +219,7 @@ func Work(ctx context.Context, client *engine.Client, svc *ops.Service, queues [
 	if opts.Jobs != nil {
 		opts.Jobs.Summary(queueNames(queues))
 	}
-	log.Info("pgbus work: stopped")
+	log.Info("pgbus work: stopped", "worker", client.ID())
 	if opts.UntilIdle && opts.For > 0 && ctx.Err() == nil && !idle.Load() && !idleNow(ctx, svc, queues, log) {
 		// A script's "work --until-idle --for 10m && next" must not take
 		// the time running out for the queues drained.

@@ -1,7 +1,7 @@
 // Package textlog is the log format of --log-format text: one line a
 // record, such as
 //
-//	2026-12-04 03:44:19.060Z INF pgbus: job dead-lettered queue=orders msg_id=42 error="card declined"
+//	2026-12-04 03:44:19.060Z INF pgbus: job dead-lettered queue=orders msg_id=42 err="card declined"
 //
 // its time, as every time among its values, in UTC, whatever the
 // process's zone, with the level and keys in color on a terminal. Values are quoted as Go
