@@ -34,7 +34,7 @@ func TestDescribe(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for v, want := range map[string]string{"v1.4.0": "v1.4.0", "(devel)": "dev", "": "dev",
 		"v0.0.0-20260101120000-1a2b3c4d5e6f": "v0.0.0-20260101120000-1a2b3c4d5e6f"} {
-		if got := version(&debug.BuildInfo{Main: debug.Module{Version: v}}); got != want {
+		if got := versionOf(&debug.BuildInfo{Main: debug.Module{Version: v}}); got != want {
 			t.Errorf("version(%q) = %q, want %q", v, got, want)
 		}
 	}
