@@ -139,6 +139,11 @@ type Config struct {
 	// heartbeat skip its extensions, so that a test can tell what else
 	// keeps running jobs' messages invisible. Set by the tests only.
 	heartbeatHeld func() bool
+	// heartbeatTurn, when set, is called at each turn of a queue's
+	// visibility heartbeat, parked when the turn waits for a message to
+	// be held rather than for the time of an extension. Set by the tests
+	// only.
+	heartbeatTurn func(parked bool)
 }
 
 // QueueConfig is one queue a client works.

@@ -12,6 +12,11 @@ import (
 // skip its extensions while held reports true.
 func HoldHeartbeat(cfg *Config, held func() bool) { cfg.heartbeatHeld = held }
 
+// WatchHeartbeat calls turn at each turn of the visibility heartbeats of a
+// client made with cfg, parked when the turn waits for a message to be
+// held, holding none.
+func WatchHeartbeat(cfg *Config, turn func(parked bool)) { cfg.heartbeatTurn = turn }
+
 // Outage is the outage log of a client, for tests of what it says.
 type Outage struct{ o *outage }
 

@@ -71,6 +71,9 @@ type queueWorker struct {
 
 	mu   sync.Mutex
 	held map[msgKey]store.Claim // read and not yet settled: kept invisible by heartbeat
+	// heldOne is told when a message is held, for a heartbeat that holds
+	// none to wake (it has room for one: a hold never waits for it).
+	heldOne chan struct{}
 
 	// settling is held for reading while retries and snoozes are written
 	// (until their claims are let go) and for writing while the heartbeat
@@ -97,6 +100,7 @@ func newQueueWorker(c *Client, qc QueueConfig, physical []string, jobBase, write
 		writeBase: writeBase,
 		outcomes:  make(chan result, qc.Concurrency),
 		held:      map[msgKey]store.Claim{},
+		heldOne:   make(chan struct{}, 1),
 		gone:      map[string]bool{},
 	}
 	w.layout.Store(&physical)
@@ -424,8 +428,19 @@ func sleep(ctx context.Context, d time.Duration) {
 
 func (w *queueWorker) hold(queue string, c store.Claim) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.held[msgKey{queue, c.MsgID}] = c
+	w.mu.Unlock()
+	select {
+	case w.heldOne <- struct{}{}:
+	default: // told already
+	}
+}
+
+// holdsNone reports whether no message is held.
+func (w *queueWorker) holdsNone() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.held) == 0
 }
 
 // unhold forgets the claims settled. A later read of the same id, which
@@ -455,9 +470,31 @@ const heartbeatStep = 100 * time.Millisecond
 // The next extension is due by the shorter of the current timeout and the
 // one the held claims were last made with: a timeout made longer only
 // lengthens claims once they are extended with it.
+//
+// Holding no message, it waits for one to be held rather than turn every
+// heartbeatStep: an idle worker's process would otherwise wake ten times
+// a second for each queue it works, to find nothing to extend. The first
+// extension of a message held then is due a heartbeat's interval after
+// it was, well within the visibility timeout its read claimed it for.
 func (w *queueWorker) heartbeat(ctx context.Context) {
 	last, claimed := time.Now(), w.c.settingsFor(w.name).VisibilityTimeout
+	turn := w.c.cfg.heartbeatTurn
 	for {
+		if turn != nil {
+			turn(false)
+		}
+		if w.holdsNone() {
+			if turn != nil {
+				turn(true)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.heldOne:
+			}
+			last, claimed = time.Now(), w.c.settingsFor(w.name).VisibilityTimeout
+			continue
+		}
 		vt := w.c.settingsFor(w.name).VisibilityTimeout
 		if wait := time.Until(last.Add(w.heartbeatEvery(min(vt, claimed)))); wait > 0 {
 			sleep(ctx, min(wait, heartbeatStep))
