@@ -162,18 +162,7 @@ func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter
 	if err != nil {
 		return page, s.archiveErr(ctx, err, "list the archive of", name)
 	}
-	if len(items) <= limit {
-		page.Items = items
-		return page, nil
-	}
-	page.Items = items[:limit]
-	key, err := s.cursorKey(ctx)
-	if err != nil {
-		return DiscardedPage{Items: []DiscardedItem{}}, err
-	}
-	last := page.Items[limit-1]
-	page.NextCursor = encodeDeadCursor(key, last.ArchivedAt, name, last.MsgID, fp, f.Clock)
-	return page, nil
+	return s.discardedPage(ctx, items, limit, name, fp, f.Clock)
 }
 
 // listDiscardedSQL is ListDiscarded's query: $1 the limit plus one, $2

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -65,17 +67,23 @@ func (s *Store) ListHandlerDiscarded(ctx context.Context, queue string, f Discar
 	if err != nil {
 		return page, s.archiveErr(ctx, err, "list the discarded messages in the archive of", tables[0])
 	}
+	return s.discardedPage(ctx, items, limit, "", fp, f.Clock)
+}
+
+// discardedPage is the page of items, read one past limit: the first
+// limit of them, with the cursor after the last when there were more.
+// The cursor names archive, or the last item's queue when archive is "".
+func (s *Store) discardedPage(ctx context.Context, items []DiscardedItem, limit int, archive, fp string, clock time.Time) (DiscardedPage, error) {
 	if len(items) <= limit {
-		page.Items = items
-		return page, nil
+		return DiscardedPage{Items: items}, nil
 	}
-	page.Items = items[:limit]
 	key, err := s.cursorKey(ctx)
 	if err != nil {
 		return DiscardedPage{Items: []DiscardedItem{}}, err
 	}
-	last := page.Items[limit-1]
-	page.NextCursor = encodeDeadCursor(key, last.ArchivedAt, last.Queue, last.MsgID, fp, f.Clock)
+	last := items[limit-1]
+	page := DiscardedPage{Items: items[:limit]}
+	page.NextCursor = encodeDeadCursor(key, last.ArchivedAt, cmp.Or(archive, last.Queue), last.MsgID, fp, clock)
 	return page, nil
 }
 

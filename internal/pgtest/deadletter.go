@@ -3,6 +3,7 @@ package pgtest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/pgbus/pgbus/store"
@@ -28,21 +29,7 @@ type DeadSpec struct {
 func DeadLetter(tb testing.TB, st *store.Store, queue string, specs ...DeadSpec) []int64 {
 	tb.Helper()
 	ctx := Context(tb)
-	msgs := make([]store.NewMessage, len(specs))
-	for i, spec := range specs {
-		p, h := spec.Payload, spec.Headers
-		if p == "" {
-			p = fmt.Sprintf(`{"n": %d}`, i)
-		}
-		if h == "" {
-			h = fmt.Sprintf(`{"pgbus_kind": %q}`, spec.Kind)
-		}
-		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(h)}
-	}
-	ids, err := st.SendBatch(ctx, queue, msgs)
-	if err != nil {
-		tb.Fatalf("send to %s: %v", queue, err)
-	}
+	ids := sendSpecs(tb, st, queue, specs)
 	items := make([]store.DeadLetterItem, len(ids))
 	for i, id := range ids {
 		spec := specs[i]
@@ -100,8 +87,23 @@ func or[T comparable](v, def T) T {
 func HandlerDiscard(tb testing.TB, st *store.Store, queue string, n int, spec DeadSpec) []int64 {
 	tb.Helper()
 	ctx := Context(tb)
-	msgs := make([]store.NewMessage, n)
-	for i := range msgs {
+	ids := sendSpecs(tb, st, queue, slices.Repeat([]DeadSpec{spec}, n))
+	items := make([]store.DiscardItem, len(ids))
+	for i, id := range ids {
+		items[i] = store.DiscardItem{MsgID: id, Failure: store.Failure{Attempt: 1, Kind: spec.Kind, ErrorClass: or(spec.Class, "E"), ErrorMessage: spec.Message}}
+	}
+	if moved, err := st.DiscardMany(ctx, queue, items); err != nil || len(moved) != len(ids) {
+		tb.Fatalf("discard %d messages of %s: %d moved, %v", len(ids), queue, len(moved), err)
+	}
+	return ids
+}
+
+// sendSpecs sends a message to queue for each spec: its payload and
+// headers, or {"n": i} and its kind.
+func sendSpecs(tb testing.TB, st *store.Store, queue string, specs []DeadSpec) []int64 {
+	tb.Helper()
+	msgs := make([]store.NewMessage, len(specs))
+	for i, spec := range specs {
 		p, h := spec.Payload, spec.Headers
 		if p == "" {
 			p = fmt.Sprintf(`{"n": %d}`, i)
@@ -111,16 +113,9 @@ func HandlerDiscard(tb testing.TB, st *store.Store, queue string, n int, spec De
 		}
 		msgs[i] = store.NewMessage{Payload: json.RawMessage(p), Headers: json.RawMessage(h)}
 	}
-	ids, err := st.SendBatch(ctx, queue, msgs)
+	ids, err := st.SendBatch(Context(tb), queue, msgs)
 	if err != nil {
 		tb.Fatalf("send to %s: %v", queue, err)
-	}
-	items := make([]store.DiscardItem, len(ids))
-	for i, id := range ids {
-		items[i] = store.DiscardItem{MsgID: id, Failure: store.Failure{Attempt: 1, Kind: spec.Kind, ErrorClass: or(spec.Class, "E"), ErrorMessage: spec.Message}}
-	}
-	if moved, err := st.DiscardMany(ctx, queue, items); err != nil || len(moved) != len(ids) {
-		tb.Fatalf("discard %d messages of %s: %d moved, %v", len(ids), queue, len(moved), err)
 	}
 	return ids
 }
