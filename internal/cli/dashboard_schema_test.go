@@ -19,27 +19,7 @@ import (
 // shows the overview. It exited at once, serving nothing.
 func TestDashboardServesWhileTheSchemaIsNotReady(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name string
-		// setup readies owner's database, and returns the URL the
-		// dashboard is given, the words its pages must say, and the role
-		// to let read the schema once it is migrated ("" for owner's).
-		setup func(t *testing.T, owner db) (url, says, reader string)
-		args  []string
-	}{
-		{"read-only on a database without the schema", func(t *testing.T, owner db) (string, string, string) {
-			return owner.url, "the database has no pgbus schema", ""
-		}, []string{"--read-only"}},
-		{"read-only on a schema older than this pgbus", func(t *testing.T, owner db) (string, string, string) {
-			owner.ok(t, "migrate")
-			pgtest.Exec(t, owner.url, oldSchema(t))
-			return owner.url, fmt.Sprintf("this pgbus needs %d", migrationCount(t)), ""
-		}, []string{"--read-only"}},
-		{"a role that may not migrate, on a database without the schema", func(t *testing.T, owner db) (string, string, string) {
-			role, roleURL := pgtest.NewRole(t, owner.url)
-			return roleURL, "which the role " + role + " may not do", role
-		}, nil},
-	} {
+	for _, c := range schemaNotReadyCases(nil) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			owner := newDB(t)
@@ -56,11 +36,7 @@ func TestDashboardServesWhileTheSchemaIsNotReady(t *testing.T) {
 				t.Errorf("the dashboard's log while the schema is not ready does not say why, the command to run, and that it serves meanwhile:\n%s", log)
 			}
 
-			owner.ok(t, "migrate")
-			if reader != "" {
-				pgtest.Exec(t, owner.url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+reader)
-				pgtest.Exec(t, owner.url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+reader)
-			}
+			migrateFor(t, owner, reader)
 			var code int
 			var page string
 			pgtest.Eventually(t, 2*time.Minute, "the overview to answer on the migrated schema", func() bool {
@@ -71,5 +47,47 @@ func TestDashboardServesWhileTheSchemaIsNotReady(t *testing.T) {
 				t.Errorf("GET / once the schema is migrated: %d, want the overview:\n%s", code, page)
 			}
 		})
+	}
+}
+
+// schemaNotReadyCase is a database whose schema a process may not use,
+// and the flags the process is given besides --database-url.
+type schemaNotReadyCase struct {
+	name string
+	// setup readies owner's database, and returns the URL the process is
+	// given, the words its answers must say, and the role to let read the
+	// schema once it is migrated ("" for owner's).
+	setup func(t *testing.T, owner db) (url, says, reader string)
+	args  []string
+}
+
+// schemaNotReadyCases are a database without the schema, for a read-only
+// process and for a role that may not create it (given roleArgs), and a
+// schema older than this pgbus, for a read-only process.
+func schemaNotReadyCases(roleArgs []string) []schemaNotReadyCase {
+	return []schemaNotReadyCase{
+		{"read-only on a database without the schema", func(t *testing.T, owner db) (string, string, string) {
+			return owner.url, "the database has no pgbus schema", ""
+		}, []string{"--read-only"}},
+		{"read-only on a schema older than this pgbus", func(t *testing.T, owner db) (string, string, string) {
+			owner.ok(t, "migrate")
+			pgtest.Exec(t, owner.url, oldSchema(t))
+			return owner.url, fmt.Sprintf("this pgbus needs %d", migrationCount(t)), ""
+		}, []string{"--read-only"}},
+		{"a role that may not migrate, on a database without the schema", func(t *testing.T, owner db) (string, string, string) {
+			role, roleURL := pgtest.NewRole(t, owner.url)
+			return roleURL, "which the role " + role + " may not do", role
+		}, roleArgs},
+	}
+}
+
+// migrateFor migrates owner's database and lets reader, when not "",
+// read it.
+func migrateFor(t *testing.T, owner db, reader string) {
+	t.Helper()
+	owner.ok(t, "migrate")
+	if reader != "" {
+		pgtest.Exec(t, owner.url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+reader)
+		pgtest.Exec(t, owner.url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+reader)
 	}
 }

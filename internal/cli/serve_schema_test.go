@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,27 +19,7 @@ import (
 // calls. It exited at once, and the client saw only its transport close.
 func TestServeAnswersAgentsWhileTheSchemaIsNotReady(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct {
-		name string
-		// setup readies owner's database, and returns the URL serve is
-		// given, the words its refusals must say, and the role to let
-		// read the schema once it is migrated ("" for owner's).
-		setup func(t *testing.T, owner db) (url, says, reader string)
-		args  []string
-	}{
-		{"read-only on a database without the schema", func(t *testing.T, owner db) (string, string, string) {
-			return owner.url, "the database has no pgbus schema", ""
-		}, []string{"--read-only"}},
-		{"read-only on a schema older than this pgbus", func(t *testing.T, owner db) (string, string, string) {
-			owner.ok(t, "migrate")
-			pgtest.Exec(t, owner.url, oldSchema(t))
-			return owner.url, fmt.Sprintf("this pgbus needs %d", migrationCount(t)), ""
-		}, []string{"--read-only"}},
-		{"a role that may not migrate, on a database without the schema", func(t *testing.T, owner db) (string, string, string) {
-			role, roleURL := pgtest.NewRole(t, owner.url)
-			return roleURL, "which the role " + role + " may not do", role
-		}, []string{"--no-workers"}},
-	} {
+	for _, c := range schemaNotReadyCases([]string{"--no-workers"}) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			owner := newDB(t)
@@ -64,11 +43,7 @@ func TestServeAnswersAgentsWhileTheSchemaIsNotReady(t *testing.T) {
 				t.Errorf("serve's log while the schema is not ready does not say why, the command to run, and that it serves meanwhile:\n%s", log)
 			}
 
-			owner.ok(t, "migrate")
-			if reader != "" {
-				pgtest.Exec(t, owner.url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+reader)
-				pgtest.Exec(t, owner.url, "GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+reader)
-			}
+			migrateFor(t, owner, reader)
 			pgtest.Eventually(t, 2*time.Minute, "pgbus_health to answer on the migrated schema", func() bool {
 				status, _ := healthOf(t, client)
 				return status != "UNREACHABLE"
