@@ -166,3 +166,31 @@ func runInBackground(c *engine.Client) (stop context.CancelFunc, done <-chan err
 	go func() { ch <- c.Run(ctx) }()
 	return stop, ch
 }
+
+// signalRuns makes c's handler of queue q tell the returned channel that
+// it ran a job (once, until the channel is read).
+func signalRuns(c *engine.Client, q string) <-chan struct{} {
+	ran := make(chan struct{}, 1)
+	c.HandleQueue(q, func(context.Context, *engine.Job) error {
+		select {
+		case ran <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	return ran
+}
+
+// awaitWhileRunning waits up to a minute for cond, failing if Run, whose
+// end done tells, returns first.
+func awaitWhileRunning(t *testing.T, done <-chan error, what string, cond func() bool) {
+	t.Helper()
+	pgtest.Eventually(t, time.Minute, what, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned while waiting for %s: %v", what, err)
+		default:
+		}
+		return cond()
+	})
+}

@@ -79,22 +79,10 @@ func TestRunStartedOnABusySharedPoolWaitsForAConnection(t *testing.T) {
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		cfg.DatabaseCallTimeout = engine.MinDatabaseCallTimeout
 	})
-	ran := make(chan struct{}, 1)
-	c.HandleQueue(q, func(context.Context, *engine.Job) error {
-		select {
-		case ran <- struct{}{}:
-		default:
-		}
-		return nil
-	})
+	ran := signalRuns(c, q)
 	stop, done := runInBackground(c)
 	defer stop()
-	pgtest.Eventually(t, time.Minute, "Run to say what it waits for", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned while the pool had no connection for it: %v", err)
-		default:
-		}
+	awaitWhileRunning(t, done, "Run to say what it waits for", func() bool {
 		out := logs.String()
 		return strings.Contains(out, "for a connection of the pool") || strings.Contains(out, "does not answer")
 	})

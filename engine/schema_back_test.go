@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -27,14 +26,7 @@ func TestSettingsComeBackWithTheSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := pgtest.NewClient(t, s, q, nil)
-	ran := make(chan struct{}, 1)
-	c.HandleQueue(q, func(context.Context, *engine.Job) error {
-		select {
-		case ran <- struct{}{}:
-		default:
-		}
-		return nil
-	})
+	ran := signalRuns(c, q)
 	pgtest.Start(t, c)
 	// A job run: the workers run, their start done.
 	if _, err := s.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{}`)}); err != nil {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -64,22 +63,10 @@ func TestRunWaitsForAConnectionAtStart(t *testing.T) {
 
 	logs := &pgtest.SyncBuffer{}
 	c := pgtest.NewClient(t, st, q, func(c *engine.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
-	ran := make(chan struct{}, 1)
-	c.HandleQueue(q, func(context.Context, *engine.Job) error {
-		select {
-		case ran <- struct{}{}:
-		default:
-		}
-		return nil
-	})
+	ran := signalRuns(c, q)
 	stop, done := runInBackground(c)
 	defer stop()
-	pgtest.Eventually(t, time.Minute, "Run to say it waits for a connection", func() bool {
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned while the server had no connection for it: %v", err)
-		default:
-		}
+	awaitWhileRunning(t, done, "Run to say it waits for a connection", func() bool {
 		return strings.Contains(logs.String(), "starting waits until other clients let theirs go")
 	})
 	release()
