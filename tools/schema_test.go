@@ -2,6 +2,7 @@ package tools_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -18,10 +20,16 @@ import (
 )
 
 // listDeps returns dependencies for listing the tools: an operations layer
-// over a store with no connection, which listing never uses.
+// over a store whose pool has made no connection, which listing never
+// asks for (its address takes none).
 func listDeps(t testing.TB, readOnly bool) tools.Deps {
 	t.Helper()
-	svc, err := ops.New(store.New(nil), ops.Options{ReadOnly: readOnly})
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	svc, err := ops.New(store.New(pool), ops.Options{ReadOnly: readOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
