@@ -44,11 +44,17 @@ func TestLimitOfTellsACancelFromAStatementTimeout(t *testing.T) {
 		_, err := conn.Exec(ctx, `SELECT pg_sleep(30)`)
 		done <- err
 	}()
-	var cancelled bool
-	for deadline := time.Now().Add(10 * time.Second); !cancelled && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if err := other.QueryRow(ctx, `SELECT pg_cancel_backend($1) AND EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep(30)%' AND state = 'active')`, pid).Scan(&cancelled); err != nil {
+	// The cancel is sent once the sleep runs, in a statement of its own:
+	// sent in the statement that looks, it could reach the session
+	// before the sleep started, and be lost.
+	var sleeping bool
+	for deadline := time.Now().Add(10 * time.Second); !sleeping && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := other.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep(30)%' AND state = 'active')`, pid).Scan(&sleeping); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if _, err := other.Exec(ctx, `SELECT pg_cancel_backend($1)`, pid); err != nil {
+		t.Fatal(err)
 	}
 	err = <-done
 	if lim := store.LimitOf(err); lim != store.LimitCancelled {
