@@ -605,7 +605,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if err := c.checkQueuesGiven(); err != nil {
 		return err
 	}
-	wait := startwait.New(c.log, c.lockHolders)
+	wait := startwait.New(c.log, c.lockHolders, c.store.HasConnected)
 	for _, step := range []func(context.Context) error{
 		c.checkSchema, c.checkQueues, func(context.Context) error { return c.checkHandlers() }, c.refreshSettings, c.ensureBreakers, c.register,
 	} {

@@ -413,3 +413,10 @@ func (s *Service) PoolBusy() string {
 	}
 	return poolBusy(size, "are", "calls that wait for a lock another session holds keep theirs until it goes or their call timeout passes")
 }
+
+// HasConnected reports whether the database ever took the login of the
+// service's store (store.Store.HasConnected): a login it refuses after one
+// it took is a password rotated under the process, not a wrong one.
+func (s *Service) HasConnected() bool {
+	return s != nil && s.store != nil && s.store.HasConnected()
+}

@@ -589,6 +589,20 @@ type closing struct {
 
 func (c *closing) close() { c.once.Do(func() { close(c.ch) }) }
 
+// HasConnected reports whether the Store's pool ever made a connection:
+// whether the database took its login once. A login refused after one was
+// taken is a password rotated, or the role shut out, under a running
+// process, rather than a wrong password.
+func (s *Store) HasConnected() bool {
+	if s.pool == nil {
+		return false
+	}
+	// NewConnsCount counts attempts; a connection acquired, or idle in
+	// the pool, was a login taken.
+	st := s.pool.Stat()
+	return st.AcquireCount() > 0 || st.IdleConns() > 0
+}
+
 // DropConnections closes the pool's idle connections now, and those in
 // use as they are released, so that the statements after it connect
 // afresh; the pool stays open. Call it when a statement got no answer

@@ -44,7 +44,7 @@ func TestDatabaseURLFileRotatedUnderARunningWorker(t *testing.T) {
 	ready := func() (int, string) {
 		resp, err := http.Get(readyz)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v\nthe worker's log:\n%s", err, logs.String())
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)

@@ -71,7 +71,7 @@ func (e *DeclaredQueueError) Unwrap() error { return e.Err }
 // mends end it at once.
 func Prepare(ctx context.Context, svc *ops.Service, queues []config.WorkQueue, log *slog.Logger) error {
 	log = orDiscard(log)
-	wait := startwait.New(log, svc.SlowRead)
+	wait := startwait.New(log, svc.SlowRead, svc.HasConnected)
 	for _, q := range queues {
 		if q.Declared {
 			var res ops.QueueCreated

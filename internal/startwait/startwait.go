@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/pgbus/pgbus/store"
@@ -47,6 +48,12 @@ type Wait struct {
 	// poolBusy is set once a step was said to wait for a connection of
 	// the pool (store.ErrConnectionWait), until one succeeds.
 	poolBusy bool
+	// connected reports whether the store the steps use ever logged in;
+	// nil for never.
+	connected func() bool
+	// refused is set once a step was said to wait for the database to
+	// take the role's logins again, until one succeeds.
+	refused bool
 }
 
 // LockHolders says, for a step that got no answer within its bound,
@@ -58,12 +65,14 @@ type LockHolders func(ctx context.Context) (heldBy string, answered bool)
 // New returns the wait of one start, which says what it waits for to
 // log (none: nothing is said). held, when not nil, is asked who holds
 // the tables a step waited for, so that a lock is said as one rather than
-// as a database that does not answer.
-func New(log *slog.Logger, held LockHolders) *Wait {
+// as a database that does not answer; connected reports whether the
+// store the steps use ever logged in (Store.HasConnected), so that a login
+// refused after one was taken is waited out as a rotation.
+func New(log *slog.Logger, held LockHolders, connected func() bool) *Wait {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Wait{log: log, crowdedUntil: time.Now().Add(crowdedWait), held: held}
+	return &Wait{log: log, crowdedUntil: time.Now().Add(crowdedWait), held: held, connected: connected}
 }
 
 // Do runs step, one start-up step, again with a growing pause, up to a
@@ -75,7 +84,10 @@ func New(log *slog.Logger, held LockHolders) *Wait {
 // which other calls hold (store.ErrConnectionWait), on a database that
 // answers. It does so too while the server refuses new connections for
 // having as many as it allows, up to a minute over the whole start, then
-// fails with what to do about it. Each step must read, or write what is
+// fails with what to do about it; and while the server refuses the
+// role's login after connected says it took one (a password rotated under
+// a starting process). A login refused before any was taken fails at once,
+// with what to check. Each step must read, or write what is
 // the same when written twice. Any other error is returned at once, as is
 // every error once ctx ended (wrapping ctx's error) or the store was
 // closed.
@@ -97,9 +109,30 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 				w.log.Info("pgbus: a connection of the pool was free; starting goes on")
 				w.poolBusy = false
 			}
+			if w.refused {
+				w.log.Info("pgbus: the database takes the role's connections again; starting goes on")
+				w.refused = false
+			}
 			return nil
 		case ctx.Err() != nil, errors.Is(err, store.ErrClosed):
 			return err
+		case loginRefused(err) && (w.connected == nil || !w.connected()):
+			// Never taken: a wrong password or role, which no wait mends.
+			if advice := store.Advice(err); advice != "" && !strings.Contains(err.Error(), advice) {
+				return fmt.Errorf("%w; %s", err, advice)
+			}
+			return err
+		case loginRefused(err):
+			// Taken before: a password rotated, or the role shut out,
+			// while the process starts, as the workers wait it out once
+			// running.
+			if !w.refused {
+				w.refused = true
+				w.log.Warn("pgbus: the database refuses this role's new connections, having taken them before (its password changed, or pg_hba.conf no longer lets it in from here); starting waits until it takes them, trying every few seconds: "+
+					"put the role's current password in the database URL, or have the DBA let the role in again", "err", err)
+			} else {
+				w.log.Debug("pgbus: the database still refuses this role's new connections; starting tries again", "in", delay, "err", err)
+			}
 		case store.IsCrowded(err):
 			if time.Now().Add(delay).After(w.crowdedUntil) {
 				return fmt.Errorf("%w; waited %s for a connection: %s", err, crowdedWait, store.CrowdedAdvice)
@@ -140,6 +173,13 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 		}
 		delay = min(2*delay, maxPause)
 	}
+}
+
+// loginRefused reports whether err is the database refusing the role's
+// login (SQLSTATE class 28: a wrong password, a role it does not let in).
+func loginRefused(err error) bool {
+	code, _ := store.SQLState(err)
+	return store.Refused(err) && strings.HasPrefix(code, "28")
 }
 
 // heldBy names, when held says so, the sessions holding locks on
