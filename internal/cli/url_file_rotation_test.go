@@ -40,11 +40,16 @@ func TestDatabaseURLFileRotatedUnderARunningWorker(t *testing.T) {
 	cmd.Env = append(baseEnv(), "DATABASE_URL_FILE="+file)
 	metricsURL, logs := startListening(t, cmd, "pgbus: metrics and probes listening", "metrics")
 	defer func() { _ = cmd.Process.Kill() }()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the worker's log:\n%s", logs.String())
+		}
+	})
 	readyz := strings.TrimSuffix(metricsURL, "/metrics") + "/readyz"
 	ready := func() (int, string) {
 		resp, err := http.Get(readyz)
 		if err != nil {
-			t.Fatalf("%v\nthe worker's log:\n%s", err, logs.String())
+			t.Fatal(err)
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
@@ -63,9 +68,19 @@ func TestDatabaseURLFileRotatedUnderARunningWorker(t *testing.T) {
 	}
 	u.User = url.UserPassword(role, "rotated-0123456789")
 	newURL := u.String()
+	st := pgtest.OpenStore(t, superURL)
+	var altered time.Time
+	if err := st.Pool().QueryRow(ctx, "SELECT clock_timestamp()").Scan(&altered); err != nil {
+		t.Fatal(err)
+	}
 	pgtest.Exec(t, superURL, "ALTER ROLE "+role+" PASSWORD 'rotated-0123456789'")
-	terminate := "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + role + "'"
-	pgtest.Exec(t, superURL, terminate)
+	// Every session begun before the change ends: those that logged in
+	// with the old password, and any still logging in then, which shows
+	// its role only once in.
+	pgtest.Eventually(t, time.Minute, "the sessions begun before the password changed to end", func() bool {
+		return pgtest.Int(t, st, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE backend_type = 'client backend' AND backend_start < $1 AND (usename = $2 OR usename IS NULL)`, altered, role) == 0
+	})
 	var code int
 	var body string
 	pgtest.Eventually(t, time.Minute, "/readyz to answer 503 while the file holds the old password", func() bool {
@@ -84,7 +99,6 @@ func TestDatabaseURLFileRotatedUnderARunningWorker(t *testing.T) {
 	})
 	// A job sent now is worked: the workers connect with it too.
 	pgbus(t, []string{"DATABASE_URL=" + superURL}, "send", "rotated", `{"simulate": "ok"}`)
-	st := pgtest.OpenStore(t, superURL)
 	pgtest.Eventually(t, time.Minute, "the job sent after the rotation to be worked", func() bool {
 		return pgtest.Live(t, st, "rotated") == 0
 	})
