@@ -194,3 +194,42 @@ func awaitWhileRunning(t *testing.T, done <-chan error, what string, cond func()
 		return cond()
 	})
 }
+
+// operatorWithAJob makes, in the database at dbURL, a queue holding one
+// job and a role granted to operate it, and returns the queue, the role,
+// its URL and a store logged in as it.
+func operatorWithAJob(t *testing.T, dbURL string) (q, role, roleURL string, st *store.Store) {
+	t.Helper()
+	ctx := testContext(t)
+	owner := pgtest.OpenStore(t, dbURL)
+	q = newQueue(t, owner, nil)
+	if _, err := owner.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{"n": 1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	role, roleURL = pgtest.NewRole(t, dbURL)
+	pgtest.Exec(t, dbURL, store.OperatorGrants(role))
+	st, err := store.Open(ctx, roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return q, role, roleURL, st
+}
+
+// awaitJobThenStop waits for the job ran tells of, failing if Run (whose
+// end done tells) returns first, then stops Run and checks it returned
+// no error; when is what let the job run, for the failure's words.
+func awaitJobThenStop(t *testing.T, ran <-chan struct{}, stop context.CancelFunc, done <-chan error, when string, logs *pgtest.SyncBuffer) {
+	t.Helper()
+	select {
+	case <-ran:
+	case err := <-done:
+		t.Fatalf("Run returned before working the job: %v\n%s", err, logs.String())
+	case <-testContext(t).Done():
+		t.Fatalf("the job did not run %s:\n%s", when, logs.String())
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/internal/pgtest"
-	"github.com/pgbus/pgbus/store"
 )
 
 // Run started while the server has as many connections as it allows
@@ -25,18 +23,7 @@ func TestRunWaitsForAConnectionAtStart(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	dbURL := pgtest.NewDatabase(t)
-	owner := pgtest.OpenStore(t, dbURL)
-	q := newQueue(t, owner, nil)
-	if _, err := owner.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{"n": 1}`)}); err != nil {
-		t.Fatal(err)
-	}
-	role, roleURL := pgtest.NewRole(t, dbURL)
-	pgtest.Exec(t, dbURL, store.OperatorGrants(role))
-	st, err := store.Open(ctx, roleURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	q, role, roleURL, st := operatorWithAJob(t, dbURL)
 	st.DropConnections() // its start-up steps need new ones
 
 	// Other clients of the role take every connection it may have.
@@ -70,15 +57,5 @@ func TestRunWaitsForAConnectionAtStart(t *testing.T) {
 		return strings.Contains(logs.String(), "starting waits until other clients let theirs go")
 	})
 	release()
-	select {
-	case <-ran:
-	case err := <-done:
-		t.Fatalf("Run returned before working the job: %v", err)
-	case <-ctx.Done():
-		t.Fatalf("the job did not run once connections were let go:\n%s", logs.String())
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	awaitJobThenStop(t, ran, stop, done, "once connections were let go", logs)
 }

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -20,20 +19,8 @@ import (
 // never logged in still fails at once (TestRunRefusesAStoreThatNeverLoggedIn).
 func TestRunWaitsOutALoginRefusedAfterOneWorked(t *testing.T) {
 	t.Parallel()
-	ctx := testContext(t)
 	dbURL := pgtest.PasswordCluster(t)
-	owner := pgtest.OpenStore(t, dbURL)
-	q := newQueue(t, owner, nil)
-	if _, err := owner.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{"n": 1}`)}); err != nil {
-		t.Fatal(err)
-	}
-	role, roleURL := pgtest.NewRole(t, dbURL)
-	pgtest.Exec(t, dbURL, store.OperatorGrants(role))
-	st, err := store.Open(ctx, roleURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	q, role, roleURL, st := operatorWithAJob(t, dbURL)
 	u, err := url.Parse(roleURL)
 	if err != nil {
 		t.Fatal(err)
@@ -55,19 +42,9 @@ func TestRunWaitsOutALoginRefusedAfterOneWorked(t *testing.T) {
 	})
 	// The rotation ends: the store's URL holds the password again.
 	pgtest.Exec(t, dbURL, "ALTER ROLE "+role+" PASSWORD '"+password+"'")
-	select {
-	case <-ran:
-	case err := <-done:
-		t.Fatalf("Run returned before working the job: %v\n%s", err, logs.String())
-	case <-ctx.Done():
-		t.Fatalf("the job did not run once the database took the role again:\n%s", logs.String())
-	}
+	awaitJobThenStop(t, ran, stop, done, "once the database took the role again", logs)
 	if l := logs.String(); !strings.Contains(l, "put the role's current password in the database URL") || !strings.Contains(l, "the database takes the role's connections again") {
 		t.Errorf("the log does not say what to do and when the wait ended:\n%s", l)
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
 	}
 }
 
