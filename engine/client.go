@@ -74,8 +74,11 @@ type Config struct {
 	// dead-lettered as any failure). Its goroutine cannot be stopped: it
 	// keeps its slot of the queue's Concurrency until it returns, so that
 	// stuck handlers do not pile up beyond it, and a queue whose every slot
-	// is stuck so stops taking work, which health reports. Default 5s;
-	// at least MinHandlerGrace.
+	// is stuck so stops taking work, which health reports. A retry of its
+	// message waits until it returns, the message kept hidden meanwhile, so
+	// that the retry never runs beside it (a stop waits for it only until
+	// its drain timeout: the retry then waits the visibility timeout).
+	// Default 5s; at least MinHandlerGrace.
 	HandlerGrace time.Duration
 	// VisibilityHeartbeat is how often the visibility timeout of running
 	// messages is pushed back. Default, and most: a third of the queue's

@@ -865,11 +865,11 @@ func TestStuckHandlersKeepTheirSlots(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 20; qs.RetryBackoff = 20 * time.Millisecond })
-	rec := &recorder{}
+	var logs pgtest.SyncBuffer
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
 		cfg.Queues[0].Concurrency = 2
 		cfg.HandlerGrace = 20 * time.Millisecond
-		cfg.Observers = []engine.Observer{rec}
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	release := make(chan struct{})
 	var running, most, started atomic.Int32
@@ -887,9 +887,7 @@ func TestStuckHandlersKeepTheirSlots(t *testing.T) {
 		pgtest.Send(t, c, q, i, engine.SendOptions{Kind: "stuck"})
 	}
 	pgtest.Eventually(t, 20*time.Second, "two attempts given up", func() bool {
-		rec.mu.Lock()
-		defer rec.mu.Unlock()
-		return len(rec.finished) >= 2
+		return strings.Count(logs.String(), "handler ignored its context") >= 2
 	})
 	// Time for the worker to read again, many polls over: with the slots
 	// freed, it would run the third message, or the first two again.
@@ -901,6 +899,89 @@ func TestStuckHandlersKeepTheirSlots(t *testing.T) {
 	pgtest.Eventually(t, 30*time.Second, "every message done", func() bool { return pgtest.Live(t, s, q) == 0 })
 	if m := most.Load(); m > 2 {
 		t.Fatalf("%d handlers ran at once on a queue of concurrency 2", m)
+	}
+}
+
+// A handler given up on for ignoring its context may still be acting on
+// its message: its retry waits until it returns, its message kept hidden
+// by the heartbeat meanwhile, so that the retry never runs beside it. It
+// ran beside it once the backoff passed, the queue having slots to spare.
+func TestStuckHandlerIsNotRetriedBesideItself(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) {
+		qs.RetryBackoff = 20 * time.Millisecond
+		qs.VisibilityTimeout = time.Second
+	})
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.HandlerGrace = 20 * time.Millisecond
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	release := make(chan struct{})
+	var o overlap
+	c.Handle("stuck", func(ctx context.Context, job *engine.Job) error {
+		defer o.enter()()
+		if job.Attempt == 1 {
+			<-release // ignores its context
+		}
+		return nil
+	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "stuck"})
+	pgtest.Eventually(t, 20*time.Second, "the first attempt given up", func() bool {
+		return strings.Contains(logs.String(), "handler ignored its context")
+	})
+	// Two visibility timeouts after it was sent, the message read once is
+	// still hidden, unless its retry ran.
+	pgtest.Eventually(t, 20*time.Second, "the message still hidden past its first claim, or run again", func() bool {
+		return o.calls.Load() > 1 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`"
+			WHERE msg_id = $1 AND read_ct = 1 AND vt > clock_timestamp() AND clock_timestamp() > enqueued_at + interval '2 seconds'`, id) == 1
+	})
+	if n := o.calls.Load(); n != 1 {
+		t.Fatalf("the job ran %d times while its first attempt, given up on, still ran; want its retry to wait for it", n)
+	}
+	close(release)
+	pgtest.Eventually(t, 20*time.Second, "the message done", func() bool { return pgtest.Live(t, s, q) == 0 })
+	if m := o.most.Load(); m != 1 {
+		t.Fatalf("%d attempts of the message ran at once; want 1", m)
+	}
+	if f := failures(t, s, q, id); len(f) != 1 || f[0].Class != engine.ClassHandlerTimeout || f[0].Attempt != 1 {
+		t.Fatalf("failures = %+v; want the first attempt's %s", f, engine.ClassHandlerTimeout)
+	}
+}
+
+// A stop does not wait for a handler given up on past the drain timeout:
+// its failure is written then, its retry put off by the visibility timeout
+// at least, as the handler may run until its process ends.
+func TestStopWritesTheRetryOfAStuckHandler(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = 20 * time.Millisecond })
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.HandlerGrace = 20 * time.Millisecond
+		cfg.DrainTimeout = 100 * time.Millisecond
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	c.Handle("stuck", func(ctx context.Context, job *engine.Job) error {
+		<-release // ignores its context
+		return nil
+	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
+	stop := pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "stuck"})
+	pgtest.Eventually(t, 20*time.Second, "the attempt given up", func() bool {
+		return strings.Contains(logs.String(), "handler ignored its context")
+	})
+	stop() // fails the test if Run does not return
+	if f := failures(t, s, q, id); len(f) != 1 || f[0].Class != engine.ClassHandlerTimeout {
+		t.Fatalf("failures = %+v; want the attempt's %s written at the stop", f, engine.ClassHandlerTimeout)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = $1 AND read_ct = 1
+		AND vt > clock_timestamp() + interval '1 second'`, id); n != 1 {
+		t.Fatal("the retry is not put off by the visibility timeout (5s) after the stop")
 	}
 }
 

@@ -629,11 +629,11 @@ func (w *queueWorker) routeWithoutRunning(d delivery) (result, bool) {
 func (w *queueWorker) process(d delivery) {
 	defer w.jobs.Done()
 	res := w.runDelivery(d)
-	if res.stillRunning != nil {
+	if running := res.stillRunning; running != nil {
 		// Concurrency bounds the handlers running, abandoned ones too:
-		// freed at once, the slot would start more of them (the same
-		// message's retry among them) while the stuck ones pile up.
-		go func() { <-res.stillRunning; <-w.slots }()
+		// freed at once, the slot would start more of them while the
+		// stuck ones pile up.
+		go func() { <-running; <-w.slots }()
 	} else {
 		<-w.slots
 	}
@@ -645,8 +645,27 @@ func (w *queueWorker) process(d delivery) {
 		}
 		return
 	}
+	if res.stillRunning != nil && res.action == actionRetry {
+		res = w.awaitGivenUp(res)
+	}
 	w.unwritten.Add(1)
 	w.outcomes <- res // the writer tells the observers once it is written
+}
+
+// awaitGivenUp holds the retry of a handler given up on for ignoring its
+// context until the handler returns: until then it may still be acting on
+// the message, which stays held, and so hidden by the heartbeat, as a
+// running job's is, so that its retry never runs beside it. A hard stop
+// waits no longer (the process is about to end, and the handler with it):
+// the retry then waits the visibility timeout at least, as a job the stop
+// gives back while its handler runs does.
+func (w *queueWorker) awaitGivenUp(res result) result {
+	select {
+	case <-res.stillRunning:
+	case <-w.jobBase.Done():
+		res.delay = max(res.delay, w.c.settingsFor(w.name).VisibilityTimeout)
+	}
+	return res
 }
 
 // giveBack returns the attempt of a job a stop cut off: it did not fail,
@@ -1041,7 +1060,7 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	select {
 	case a = <-done:
 	case <-grace.C:
-		w.c.log.Error("pgbus: handler ignored its context past the grace period; its attempt is failed, and its slot stays taken until it returns", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
+		w.c.log.Error("pgbus: handler ignored its context past the grace period; its attempt is failed, and its slot stays taken until it returns, its message hidden meanwhile when it is to be retried", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
 		a.stillRunning = exited
 		a.err = &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
 			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}
