@@ -76,8 +76,9 @@ type Config struct {
 	// stuck handlers do not pile up beyond it, and a queue whose every slot
 	// is stuck so stops taking work, which health reports. A retry of its
 	// message waits until it returns, the message kept hidden meanwhile, so
-	// that the retry never runs beside it (a stop waits for it only until
-	// its drain timeout: the retry then waits the visibility timeout).
+	// that the retry never runs beside it, and is not made when it returns
+	// success: the job is done, late (a stop waits for it only until its
+	// drain timeout: the retry then waits the visibility timeout).
 	// Default 5s; at least MinHandlerGrace.
 	HandlerGrace time.Duration
 	// VisibilityHeartbeat is how often the visibility timeout of running

@@ -924,6 +924,7 @@ func TestStuckHandlerIsNotRetriedBesideItself(t *testing.T) {
 		defer o.enter()()
 		if job.Attempt == 1 {
 			<-release // ignores its context
+			return errors.New("downstream said 503, late")
 		}
 		return nil
 	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
@@ -948,6 +949,44 @@ func TestStuckHandlerIsNotRetriedBesideItself(t *testing.T) {
 	}
 	if f := failures(t, s, q, id); len(f) != 1 || f[0].Class != engine.ClassHandlerTimeout || f[0].Attempt != 1 {
 		t.Fatalf("failures = %+v; want the first attempt's %s", f, engine.ClassHandlerTimeout)
+	}
+}
+
+// A handler given up on for ignoring its context that then returns
+// success did its job, late: its message is done, not run again, and no
+// failure is kept of it. Its retry, which waits for it to return, ran it
+// a second time.
+func TestStuckHandlerThatSucceedsLateIsDone(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = 20 * time.Millisecond })
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.HandlerGrace = 20 * time.Millisecond
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	release := make(chan struct{})
+	var calls atomic.Int32
+	c.Handle("late", func(ctx context.Context, job *engine.Job) error {
+		calls.Add(1)
+		<-release // ignores its context
+		return nil
+	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "late"})
+	pgtest.Eventually(t, 20*time.Second, "the attempt given up", func() bool {
+		return strings.Contains(logs.String(), "handler ignored its context")
+	})
+	close(release)
+	pgtest.Eventually(t, 20*time.Second, "the message done", func() bool { return pgtest.Live(t, s, q) == 0 })
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the job ran %d times; want once, its late success kept", n)
+	}
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 {
+		t.Fatal("the message is not archived")
+	}
+	if f := failures(t, s, q, id); len(f) != 0 {
+		t.Fatalf("failures = %+v; want none for a job that succeeded", f)
 	}
 }
 

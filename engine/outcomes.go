@@ -50,8 +50,9 @@ type result struct {
 	seen *observed
 	// stillRunning, for a handler given up on while it ignored its
 	// context, is closed once its goroutine returns: until then it holds
-	// its slot.
+	// its slot. late then holds what it returned.
 	stillRunning <-chan struct{}
+	late         <-chan attempt
 }
 
 func (r result) deadLetter(reason string, f *store.Failure) result {

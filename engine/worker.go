@@ -655,13 +655,26 @@ func (w *queueWorker) process(d delivery) {
 // awaitGivenUp holds the retry of a handler given up on for ignoring its
 // context until the handler returns: until then it may still be acting on
 // the message, which stays held, and so hidden by the heartbeat, as a
-// running job's is, so that its retry never runs beside it. A hard stop
-// waits no longer (the process is about to end, and the handler with it):
-// the retry then waits the visibility timeout at least, as a job the stop
-// gives back while its handler runs does.
+// running job's is, so that its retry never runs beside it. One that
+// returns success did the job, late: its message is done, not run again.
+// A hard stop waits no longer (the process is about to end, and the
+// handler with it): the retry then waits the visibility timeout at least,
+// as a job the stop gives back while its handler runs does.
 func (w *queueWorker) awaitGivenUp(res result) result {
 	select {
 	case <-res.stillRunning:
+		select {
+		case a := <-res.late:
+			if a.err == nil {
+				res.action, res.failure, res.delay, res.downstreamFailure = actionSucceed, nil, 0, false
+				if res.seen != nil {
+					seen := *res.seen
+					seen.a.err = nil
+					res.seen = &seen
+				}
+			}
+		default:
+		}
 	case <-w.jobBase.Done():
 		res.delay = max(res.delay, w.c.settingsFor(w.name).VisibilityTimeout)
 	}
@@ -740,7 +753,7 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 		}
 	}
 	a = w.runHandler(ctx, d.h, job)
-	res.stillRunning = a.stillRunning
+	res.stillRunning, res.late = a.stillRunning, a.late
 	err := a.err
 	if err == nil {
 		if breaker != nil {
@@ -997,8 +1010,10 @@ type attempt struct {
 	elapsed  time.Duration
 	ran      bool
 	// stillRunning is closed when the goroutine of a handler given up on
-	// after its grace returns; nil for one that returned.
+	// after its grace returns; nil for one that returned. late then holds
+	// what it returned.
 	stillRunning <-chan struct{}
+	late         <-chan attempt
 }
 
 // addCapped adds two non-negative durations, capped at the longest
@@ -1060,8 +1075,8 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	select {
 	case a = <-done:
 	case <-grace.C:
-		w.c.log.Error("pgbus: handler ignored its context past the grace period; its attempt is failed, and its slot stays taken until it returns, its message hidden meanwhile when it is to be retried", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
-		a.stillRunning = exited
+		w.c.log.Error("pgbus: handler ignored its context past the grace period; its slot stays taken until it returns, and a retry of its message waits for that (a success it then returns is kept, anything else fails the attempt); make it honour ctx", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
+		a.stillRunning, a.late = exited, done
 		a.err = &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
 			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}
 	case <-w.jobBase.Done():
