@@ -216,7 +216,7 @@ func (s *settingsFlags) add(f *pflag.FlagSet) {
 	durationVar(f, &s.visibilityTimeout, "visibility-timeout", 0, "how long a running message stays hidden, 1s..24h; also the default job timeout (default 30s)")
 	durationVar(f, &s.backoff, "backoff", 0, "first retry delay, doubled on each failure (default 5s; exponential only: polynomial waits attempt^4+2 seconds)")
 	durationVar(f, &s.backoffMax, "backoff-max", 0, "longest retry delay (default 5m)")
-	f.Float64Var(&s.jitter, "jitter", 0, "spread of delays, 0..1: 0.15 is ±15% (default 0.15)")
+	f.Float64Var(&s.jitter, "jitter", 0, "spread of delays, 0..1: 0.15 is ±15% (polynomial: adds up to attempt×0.15 seconds) (default 0.15)")
 	f.StringVar(&s.strategy, "strategy", "", "backoff strategy: exponential (--backoff doubling) or polynomial (attempt^4+2 seconds, --backoff unused) (default exponential)")
 	f.BoolVar(&s.deleteOnSuccess, "delete-on-success", false, "delete finished messages instead of archiving them")
 	durationVar(f, &s.archiveRetention, "archive-retention", 0, "keep archived (finished) messages this long, 1m..87600h (default 168h)")

@@ -69,7 +69,7 @@ Example (every key but the handler types' own, which follow it):
       strategy: exponential         # or polynomial: attempt^4+2 seconds, no backoff
       backoff: 5s                   # first retry delay (exponential), doubling...
       backoff_max: 5m               # ...up to this
-      jitter: 0.15                  # ±15%
+      jitter: 0.15                  # ±15% (polynomial: + up to attempt*0.15s)
       delete_on_success: false      # true: delete finished jobs instead of archiving
       archive_retention: 7d         # keep archived (finished) messages this long (1m..87600h; days or hours)
       dead_retention: 30d           # keep discarded dead messages this long (1m..87600h; days or hours)
