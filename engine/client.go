@@ -70,16 +70,17 @@ type Config struct {
 	// acting on it). Default 30s; at least MinDrainTimeout.
 	DrainTimeout time.Duration
 	// HandlerGrace is how long past its timeout a handler that ignores its
-	// context is waited for before its attempt is failed (and retried or
-	// dead-lettered as any failure). Its goroutine cannot be stopped: it
-	// keeps its slot of the queue's Concurrency until it returns, so that
-	// stuck handlers do not pile up beyond it, and a queue whose every slot
-	// is stuck so stops taking work, which health reports. A retry of its
-	// message waits until it returns, the message kept hidden meanwhile, so
-	// that the retry never runs beside it, and is not made when it returns
-	// success: the job is done, late (a stop waits for it only until its
-	// drain timeout: the retry then waits the visibility timeout).
-	// Default 5s; at least MinHandlerGrace.
+	// context is waited for before it is given up on, its attempt failed
+	// (and retried or dead-lettered as any failure). Its goroutine cannot
+	// be stopped: it keeps its slot of the queue's Concurrency until it
+	// returns, so that stuck handlers do not pile up beyond it, and a queue
+	// whose every slot is stuck so stops taking work, which health
+	// reports. The outcome of its message waits until it returns, the
+	// message kept hidden meanwhile, so that neither its retry nor a retry
+	// out of the DLQ runs beside it, and a success it returns then is kept:
+	// the job is done, late (a stop waits for it only until its drain
+	// timeout: a retry then waits the visibility timeout). Default 5s; at
+	// least MinHandlerGrace.
 	HandlerGrace time.Duration
 	// VisibilityHeartbeat is how often the visibility timeout of running
 	// messages is pushed back. Default, and most: a third of the queue's

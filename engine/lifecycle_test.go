@@ -656,20 +656,27 @@ func TestHandlerTimeouts(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 1 })
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.HandlerGrace = 100 * time.Millisecond })
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.HandlerGrace = 100 * time.Millisecond
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	block := make(chan struct{})
-	t.Cleanup(func() { close(block) })
 	c.Handle("polite", func(ctx context.Context, job *engine.Job) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}, engine.HandlerOptions{Timeout: 200 * time.Millisecond})
 	c.Handle("stubborn", func(ctx context.Context, job *engine.Job) error {
 		<-block // ignores its context
-		return nil
+		return errors.New("gave up, late")
 	}, engine.HandlerOptions{Timeout: 200 * time.Millisecond})
 	pgtest.Start(t, c)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "polite"})
 	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "stubborn"})
+	pgtest.Eventually(t, 20*time.Second, "the stubborn handler given up", func() bool {
+		return strings.Contains(logs.String(), "handler ignored its context")
+	})
+	close(block) // its failure is written once it returns
 	pgtest.Eventually(t, 20*time.Second, "both in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 2 })
 	classes := map[string]bool{}
 	for _, d := range deadMessages(t, s, q) {
@@ -987,6 +994,48 @@ func TestStuckHandlerThatSucceedsLateIsDone(t *testing.T) {
 	}
 	if f := failures(t, s, q, id); len(f) != 0 {
 		t.Fatalf("failures = %+v; want none for a job that succeeded", f)
+	}
+}
+
+// A handler given up on for ignoring its context on its last attempt is
+// not dead-lettered while it runs: a retry out of the DLQ would run beside
+// it, and a success it returns late would leave a dead letter of a job
+// that was done. Once it returns success, its message is done.
+func TestStuckHandlerOnItsLastAttemptWaitsToBeDeadLettered(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) {
+		qs.MaxRetries = 1
+		qs.VisibilityTimeout = time.Second
+	})
+	var logs pgtest.SyncBuffer
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.HandlerGrace = 20 * time.Millisecond
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	release := make(chan struct{})
+	c.Handle("late", func(ctx context.Context, job *engine.Job) error {
+		<-release // ignores its context
+		return nil
+	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
+	pgtest.Start(t, c)
+	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "late"})
+	pgtest.Eventually(t, 20*time.Second, "the attempt given up", func() bool {
+		return strings.Contains(logs.String(), "handler ignored its context")
+	})
+	// Two visibility timeouts after it was sent, the message is still
+	// hidden in its queue, unless it was dead-lettered.
+	pgtest.Eventually(t, 20*time.Second, "the message still hidden past its first claim, or dead", func() bool {
+		return len(deadMessages(t, s, q)) > 0 || pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`"
+			WHERE msg_id = $1 AND vt > clock_timestamp() AND clock_timestamp() > enqueued_at + interval '2 seconds'`, id) == 1
+	})
+	if d := deadMessages(t, s, q); len(d) != 0 {
+		t.Fatalf("dead-lettered while its handler still ran: %v", d[0].Block)
+	}
+	close(release)
+	pgtest.Eventually(t, 20*time.Second, "the message done", func() bool { return pgtest.Live(t, s, q) == 0 })
+	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."a_`+q+`" WHERE msg_id = $1`, id); n != 1 || len(deadMessages(t, s, q)) != 0 {
+		t.Fatal("the message that succeeded late is not archived, or is dead")
 	}
 }
 

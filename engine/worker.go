@@ -645,28 +645,29 @@ func (w *queueWorker) process(d delivery) {
 		}
 		return
 	}
-	if res.stillRunning != nil && res.action == actionRetry {
+	if res.stillRunning != nil {
 		res = w.awaitGivenUp(res)
 	}
 	w.unwritten.Add(1)
 	w.outcomes <- res // the writer tells the observers once it is written
 }
 
-// awaitGivenUp holds the retry of a handler given up on for ignoring its
+// awaitGivenUp holds the outcome of a handler given up on for ignoring its
 // context until the handler returns: until then it may still be acting on
 // the message, which stays held, and so hidden by the heartbeat, as a
-// running job's is, so that its retry never runs beside it. One that
-// returns success did the job, late: its message is done, not run again.
-// A hard stop waits no longer (the process is about to end, and the
-// handler with it): the retry then waits the visibility timeout at least,
-// as a job the stop gives back while its handler runs does.
+// running job's is, so that its retry, or a retry out of the DLQ, never
+// runs beside it. One that returns success did the job, late: its message
+// is done, neither run again nor dead-lettered. A hard stop waits no
+// longer (the process is about to end, and the handler with it): a retry
+// then waits the visibility timeout at least, as a job the stop gives back
+// while its handler runs does.
 func (w *queueWorker) awaitGivenUp(res result) result {
 	select {
 	case <-res.stillRunning:
 		select {
 		case a := <-res.late:
 			if a.err == nil {
-				res.action, res.failure, res.delay, res.downstreamFailure = actionSucceed, nil, 0, false
+				res.action, res.failure, res.delay, res.reason, res.downstreamFailure = actionSucceed, nil, 0, "", false
 				if res.seen != nil {
 					seen := *res.seen
 					seen.a.err = nil
@@ -676,7 +677,9 @@ func (w *queueWorker) awaitGivenUp(res result) result {
 		default:
 		}
 	case <-w.jobBase.Done():
-		res.delay = max(res.delay, w.c.settingsFor(w.name).VisibilityTimeout)
+		if res.action == actionRetry {
+			res.delay = max(res.delay, w.c.settingsFor(w.name).VisibilityTimeout)
+		}
 	}
 	return res
 }
@@ -1075,7 +1078,7 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	select {
 	case a = <-done:
 	case <-grace.C:
-		w.c.log.Error("pgbus: handler ignored its context past the grace period; its slot stays taken until it returns, and a retry of its message waits for that (a success it then returns is kept, anything else fails the attempt); make it honour ctx", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
+		w.c.log.Error("pgbus: handler ignored its context past the grace period; its slot stays taken, and its message hidden, until it returns: a success it then returns is kept, anything else fails the attempt; make it honour ctx", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
 		a.stillRunning, a.late = exited, done
 		a.err = &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
 			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}
