@@ -75,3 +75,93 @@ func TestReadOnlyAnswersRestoreDryRun(t *testing.T) {
 		t.Errorf("%d audit entries; a read-only server writes none", n)
 	}
 }
+
+// A read-only server answers the dry run of a retry, a discard and a
+// run-now it relays as it answers a restore's: its refusal says what the
+// call would do now (in its text, and in its _meta as the dry run's
+// result) and names the call itself, not its dry run, as the command:
+// by ids, the ids that would move; by filter, with the expect token that
+// guards the set the dry run saw (confirmed as the call it relays is: a
+// discard by filter the call did not confirm is the command that asks).
+// Nothing changes, and no audit entry is written.
+func TestReadOnlyAnswersMoveDryRuns(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	queue, busy := newQueue(t, st), newQueue(t, st)
+	ids := deadLetter(t, st, queue, `{"n":1}`, `{"n":2}`)
+	pgtest.Retrying(t, st, busy)
+	missing := ids[1] + 1000
+
+	c, err := client.NewStreamableHttpClient(serveHTTP(t, deps(t, st, ops.Options{ReadOnly: true}), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP}) + mcpserver.PathMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect(t, c)
+	for _, tc := range []struct {
+		tool    string
+		args    map[string]any
+		said    []string
+		command string // the command named, up to the expect token when there is one
+		count   string // the dry run's count in _meta
+		yes     bool   // the command confirms
+	}{
+		{"pgbus_dlq_retry", map[string]any{"ids": []int64{ids[0], missing, ids[1]}, "queue": queue, "dry_run": true},
+			[]string{"Its dry run, read here: 2 of the 3 ids given would be retried", fmt.Sprintf("message %d", missing)},
+			fmt.Sprintf("pgbus dlq retry %d %d --queue %s", ids[0], ids[1], queue), "retried", false},
+		// Guarded by the dry run's expect, which checked the set: confirmed.
+		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Timeout", "limit": 5, "dry_run": true},
+			[]string{"Its dry run, read here: 2 dead messages would be retried"},
+			"pgbus dlq retry-all --error-class Timeout --expect ", "retried", true},
+		// Each id named, chosen: confirmed.
+		{"pgbus_dlq_discard", map[string]any{"ids": ids, "queue": queue, "dry_run": true},
+			[]string{"Its dry run, read here: all 2 ids given would be discarded"},
+			fmt.Sprintf("pgbus dlq discard %d %d --queue %s", ids[0], ids[1], queue), "discarded", true},
+		{"pgbus_dlq_discard", map[string]any{"queue": queue, "limit": 10, "dry_run": true},
+			[]string{"Its dry run, read here: 2 dead messages would be discarded"},
+			"pgbus dlq discard --expect ", "discarded", false},
+		{"pgbus_queue_run_now", map[string]any{"queue": busy, "dry_run": true},
+			[]string{"Its dry run, read here: 1 message of queue " + busy + " would be made visible now"},
+			"pgbus queue run-now " + busy, "visible", false},
+	} {
+		res, ok := callForError(ctx, t, c, tc.tool, tc.args)
+		if !ok {
+			continue
+		}
+		text := resultText(res)
+		for _, want := range append([]string{tc.tool + " is not available", "read-only", "nothing was changed", "an operator can run: " + tc.command}, tc.said...) {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s(%v) on a read-only server: %q; want it to say %q", tc.tool, tc.args, text, want)
+			}
+		}
+		if !res.IsError || strings.Contains(text, "--dry-run") || strings.HasSuffix(text, " --yes") != tc.yes {
+			t.Errorf("%s(%v) on a read-only server: %q; want a refusal naming the call itself, confirmed: %v", tc.tool, tc.args, text, tc.yes)
+		}
+		raw, _ := json.Marshal(res.Meta.AdditionalFields["pgbus/error"])
+		var m struct {
+			Kind   string                     `json:"kind"`
+			DryRun map[string]json.RawMessage `json:"dry_run"`
+			Next   []struct {
+				Command string `json:"command"`
+			} `json:"next"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil || m.Kind != ops.KindReadOnly || m.DryRun == nil || len(m.Next) != 1 || !strings.HasPrefix(m.Next[0].Command, tc.command) {
+			t.Errorf("%s(%v): _meta pgbus/error %s (%v); want kind read_only, the dry run's result and the command", tc.tool, tc.args, raw, err)
+			continue
+		}
+		if string(m.DryRun["dry_run"]) != "true" || string(m.DryRun[tc.count]) == "0" || m.DryRun[tc.count] == nil || string(m.DryRun["next"]) != "[]" {
+			t.Errorf("%s(%v): _meta's dry run %s; want a dry run's result with its count, without next steps", tc.tool, tc.args, raw)
+		}
+		if expect := string(m.DryRun["expect"]); strings.HasSuffix(tc.command, "--expect ") && (len(expect) < 3 || !strings.Contains(m.Next[0].Command, tc.command+strings.Trim(expect, `"`))) {
+			t.Errorf("%s(%v): command %q; want it guarded by the dry run's expect %s", tc.tool, tc.args, m.Next[0].Command, expect)
+		}
+	}
+	for _, id := range ids {
+		if !inDLQ(t, st, queue, id) {
+			t.Errorf("message %d left the DLQ", id)
+		}
+	}
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgbus.audit_log`); n != 0 {
+		t.Errorf("%d audit entries; a read-only server writes none", n)
+	}
+}

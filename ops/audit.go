@@ -232,10 +232,31 @@ func WithPageView(ctx context.Context) context.Context {
 }
 
 // recordsDryRun reports whether a dry run made with ctx goes in the audit
-// log: unless it shows a page (WithPageView).
+// log: unless it shows a page (WithPageView) or is a preview
+// (withPreview).
 func recordsDryRun(ctx context.Context) bool {
 	pageView, _ := ctx.Value(pageViewKey{}).(bool)
-	return !pageView
+	return !pageView && !previewing(ctx)
+}
+
+type previewKey struct{}
+
+// withPreview marks the call made with ctx as a preview (PreviewRetry,
+// PreviewDiscard, PreviewRunNow): the dry run of a write that a front end
+// relays to someone who may make it, answered on a read-only service too
+// and recorded in no audit entry. A nil ctx stays nil, for the operation
+// to refuse.
+func withPreview(ctx context.Context) context.Context {
+	if ctx == nil {
+		return nil
+	}
+	return context.WithValue(ctx, previewKey{}, true)
+}
+
+// previewing reports whether ctx is a preview's (withPreview).
+func previewing(ctx context.Context) bool {
+	p, _ := ctx.Value(previewKey{}).(bool)
+	return p
 }
 
 // auditJSON marshals v for the audit log: secrets redacted, values over a

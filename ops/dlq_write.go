@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -197,7 +198,7 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 			s.noteRetryWorkers(ctx, &out)
 		}
 	}()
-	if err := s.checkWrite(OpDLQRetry); err != nil {
+	if err := s.checkWriteIn(ctx, OpDLQRetry); err != nil {
 		return DLQRetry{}, err
 	}
 	if err := req.Check(); err != nil {
@@ -291,6 +292,17 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	}
 	out.failCause = s.failureCause(ctx, &rep)
 	return out, err
+}
+
+// PreviewRetry is what DLQRetry would do with req now, as its dry run
+// says it (by filter, with the expect that guards the set it saw), but
+// made on a read-only service too and recorded in no audit entry: for a
+// front end that relays the retry to someone who may make it (a
+// read-only server) and answers the dry run itself, as PreviewRestore
+// does a restore's. Its result is a dry run's, whatever req.DryRun says.
+func (s *Service) PreviewRetry(ctx context.Context, req DLQRetryRequest) (DLQRetry, error) {
+	req.DryRun = true
+	return s.DLQRetry(withPreview(ctx), req)
 }
 
 // failureCause is the refusal every message rep failed on shares
@@ -789,7 +801,7 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		trimMoved(s.opts.Bounds, &out, &out.Moved, &out.MovedOmitted)
 		trimMoved(s.opts.Bounds, &out, &out.Outcomes, &out.OutcomesOmitted)
 	}()
-	if err := s.checkWrite(OpDLQDiscard); err != nil {
+	if err := s.checkWriteIn(ctx, OpDLQDiscard); err != nil {
 		return DLQDiscard{}, err
 	}
 	if err := req.Check(); err != nil {
@@ -836,6 +848,29 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	steps := req
 	steps.Filter = req.Filter.Pinned(now)
 	return discardResult(rep, steps), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
+}
+
+// PreviewDiscard is what DLQDiscard would do with req now, as its dry
+// run says it, on a read-only service too and recorded in no audit entry,
+// as PreviewRetry is a retry's. Its next step, the discard itself (by
+// filter, guarded by the expect of the set it saw), is confirmed only
+// when req is: whoever makes the discard confirms it. Its result is a dry
+// run's, whatever req.DryRun says.
+func (s *Service) PreviewDiscard(ctx context.Context, req DLQDiscardRequest) (DLQDiscard, error) {
+	req.DryRun = true
+	out, err := s.DLQDiscard(withPreview(ctx), req)
+	if req.Confirm {
+		return out, err
+	}
+	for i, h := range out.Next {
+		if h.Op == OpDLQDiscard && h.Args["confirm"] == true {
+			args := maps.Clone(h.Args)
+			delete(args, "confirm")
+			out.Next[i].Args = args
+			out.Next[i].Why = unconfirmedDiscardWhy
+		}
+	}
+	return out, err
 }
 
 // deadIDs are the store's ids of dead messages as this package's.
@@ -890,12 +925,16 @@ func undoDiscardHints(out DLQDiscard, f DeadFilter) []Hint {
 	return hints
 }
 
+// unconfirmedDiscardWhy is why of the step after a discard's dry run by
+// filter for a caller who is asked to confirm, or confirms itself.
+const unconfirmedDiscardWhy = "the same call, not as a dry run, with its expect token, discards exactly these messages or nothing"
+
 // guardedDiscardHint is the step after a discard's dry run by filter: the
 // same call with its expect. A caller that cannot ask its person (no Ask,
 // no Deferred) must confirm as well, or the call is refused.
 func guardedDiscardHint(req DLQDiscardRequest, expect string) Hint {
 	args := req.Filter.moveArgs("limit", req.Limit, "expect", expect)
-	why := "the same call, not as a dry run, with its expect token, discards exactly these messages or nothing"
+	why := unconfirmedDiscardWhy
 	if req.Ask == nil && req.Deferred == nil {
 		args = append(args, "confirm", true)
 		why = "once these messages are checked, the same call, not as a dry run, with its expect token and confirmed, discards exactly them or nothing"

@@ -407,6 +407,15 @@ func (s *Service) Now() time.Time { return s.now() }
 
 // checkWrite refuses a write on a read-only service.
 func (s *Service) checkWrite(op string) error {
+	return s.checkWriteIn(context.Background(), op)
+}
+
+// checkWriteIn is checkWrite of a call made with ctx: a preview
+// (withPreview), a dry run that only reads, passes on a read-only service.
+func (s *Service) checkWriteIn(ctx context.Context, op string) error {
+	if previewing(ctx) {
+		return nil
+	}
 	if s.opts.ReadOnly {
 		return &Error{Msg: fmt.Sprintf("%s is a write operation and this server is read-only", op), Err: ErrReadOnly}
 	}

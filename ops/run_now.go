@@ -78,7 +78,7 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 		}
 	}()
 	defer s.explainWrite(ctx, &err, writesUnlessDry(req.DryRun), queueNow(req.Queue)) // runs before the audit entry
-	if err := s.checkWrite(OpQueueRunNow); err != nil {
+	if err := s.checkWriteIn(ctx, OpQueueRunNow); err != nil {
 		return QueueRunNow{}, err
 	}
 	if err := req.Check(); err != nil {
@@ -119,6 +119,15 @@ func (s *Service) QueueRunNow(ctx context.Context, req QueueRunNowRequest) (out 
 		s.noteRunNowWorkers(ctx, &out)
 	}
 	return out, nil
+}
+
+// PreviewRunNow is what QueueRunNow would do with req now, as its dry run
+// says it, on a read-only service too and recorded in no audit entry, as
+// PreviewRetry is a retry's. Its result is a dry run's, whatever
+// req.DryRun says.
+func (s *Service) PreviewRunNow(ctx context.Context, req QueueRunNowRequest) (QueueRunNow, error) {
+	req.DryRun = true
+	return s.QueueRunNow(withPreview(ctx), req)
 }
 
 // noteRunNowWorkers adds to a run-now's result whether a running worker

@@ -24,10 +24,10 @@ type errorMeta struct {
 	// Next is never null: [] when there is no next step.
 	Next       []nextCall      `json:"next"`
 	PartlyDone *partlyDoneMeta `json:"partly_done,omitempty"`
-	// DryRun is, in a read-only server's refusal of a restore's dry run,
-	// the dry run's result, which it reads, but for its next steps, which
-	// are the refusal's.
-	DryRun *ops.DLQRestore `json:"dry_run,omitempty"`
+	// DryRun is, in a read-only server's refusal of a dry run (of a
+	// retry, discard, restore or run-now), the dry run's result, which it
+	// reads, but for its next steps, which are the refusal's.
+	DryRun any `json:"dry_run,omitempty"`
 }
 
 // nextCall is a next step: a tool to call with its arguments, or, for what

@@ -28,14 +28,14 @@ func Refusals(d Deps) []server.ServerTool {
 		return nil
 	}
 	return []server.ServerTool{
-		refusing(d, dlqRetryTool(), ops.OpDLQRetry, func(in DLQRetryInput) (any, ops.Hint, error) {
+		answeringRetryDryRun(d, refusing(d, dlqRetryTool(), ops.OpDLQRetry, func(in DLQRetryInput) (any, ops.Hint, error) {
 			req, err := in.request()
 			return req, req.Hint(""), err
-		}),
-		refusing(d, dlqDiscardTool(), ops.OpDLQDiscard, func(in DLQDiscardInput) (any, ops.Hint, error) {
+		})),
+		answeringDiscardDryRun(d, refusing(d, dlqDiscardTool(), ops.OpDLQDiscard, func(in DLQDiscardInput) (any, ops.Hint, error) {
 			req, err := in.request()
 			return req, req.Hint(""), err
-		}),
+		})),
 		answeringRestoreDryRun(d, refusing(d, dlqRestoreTool(), ops.OpDLQRestore, func(in DLQRestoreInput) (any, ops.Hint, error) {
 			req := in.request()
 			return req, req.Hint(""), nil
@@ -52,10 +52,10 @@ func Refusals(d Deps) []server.ServerTool {
 			req := in.request()
 			return req, req.Hint(ops.OpQueueResume, ""), nil
 		}),
-		refusing(d, queueRunNowTool(), ops.OpQueueRunNow, func(in QueueRunNowInput) (any, ops.Hint, error) {
+		answeringRunNowDryRun(d, refusing(d, queueRunNowTool(), ops.OpQueueRunNow, func(in QueueRunNowInput) (any, ops.Hint, error) {
 			req := in.request()
 			return req, req.Hint(""), nil
-		}),
+		})),
 		refusing(d, circuitResetTool(), ops.OpCircuitReset, func(in CircuitResetInput) (any, ops.Hint, error) {
 			req := in.request()
 			return req, req.Hint(""), nil
@@ -140,46 +140,168 @@ func refusedWhy(why string) string {
 	return why
 }
 
-// answeringRestoreDryRun is t, the refusal of pgbus_dlq_restore, answering
-// the question a dry run asks as well, which a read-only server can read
-// (ops.Service.PreviewRestore): a dry run it relays, as it relays every
-// write call, says what a restore would do now, id by id, in its text and
-// in its _meta (dry_run: the dry run's result, but for its next steps,
-// which are the refusal's), and names the restore of the ids that would
-// be restored as the command to run, rather than the dry run, whose
-// answer it gave. A preview that cannot be read, or finds none left to
-// restore since the call was checked, leaves the refusal as it was.
-func answeringRestoreDryRun(d Deps, t server.ServerTool) server.ServerTool {
+// dryRunAnswer is what a read-only server read of a dry run it relays:
+// said, the sentence of its answer; result, the dry run's result (a
+// pointer), its next steps left out, as they are the refusal's; and
+// call, the write to name as the command, as the dry run's next step
+// names it.
+type dryRunAnswer struct {
+	said   string
+	result any
+	call   ops.Hint
+}
+
+// answeringDryRun is t, the refusal of write tool op, answering the
+// question a dry run asks as well, which a read-only server can read
+// (preview, through ops' Preview methods, which write nothing, audit
+// included): a dry run it relays, as it relays every write call, says
+// what the call would do now in its text and in its _meta (dry_run: the
+// dry run's result, but for its next steps, which are the refusal's),
+// and names as the command the call itself, as the dry run's next step
+// names it (by ids, those that would move; by filter, guarded by the
+// expect of the set it saw), rather than the dry run, whose answer it
+// gave. A preview that cannot be read, or finds nothing the call would
+// do, leaves the refusal as it was.
+func answeringDryRun[In any](d Deps, t server.ServerTool, dryRun func(In) bool, preview func(context.Context, In) (dryRunAnswer, bool)) server.ServerTool {
 	relayed := t.Handler
 	t.Handler = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := relayed(ctx, req)
-		var in DLQRestoreInput
-		if err != nil || ErrorKind(res) != ops.KindReadOnly || decodeArgs(req, &in) != nil || !in.DryRun {
+		var in In
+		if err != nil || ErrorKind(res) != ops.KindReadOnly || decodeArgs(req, &in) != nil || !dryRun(in) {
 			return res, err
 		}
-		preview, perr := d.Ops.PreviewRestore(ctx, in.request())
-		if perr != nil || preview.Restored == 0 || len(preview.Next) == 0 || preview.Next[0].Op != ops.OpDLQRestore {
+		a, ok := preview(ctx, in)
+		if !ok {
 			return res, nil
 		}
-		restore := preview.Next[0]
-		restore.Why = ""
-		said := fmt.Sprintf("Its dry run, read here: %d of the %s given would be restored to %s", preview.Restored,
-			plural.Count(preview.Restored+preview.NotFound+preview.Refused, "id", "ids"), preview.DLQ)
-		if preview.NotFound+preview.Refused == 0 {
-			all := fmt.Sprintf("all %d ids", preview.Restored)
-			if preview.Restored == 1 {
-				all = "the id"
-			}
-			said = fmt.Sprintf("Its dry run, read here: %s given would be restored to %s", all, preview.DLQ)
-		}
-		if preview.FirstError != "" {
-			said += "; not all: " + preview.FirstError
-		}
-		out := refusalSaying(t.Tool.Name, said+".", restore, d.relay())
+		a.call.Why = ""
+		out := refusalSaying(t.Tool.Name, "Its dry run, read here: "+a.said+".", a.call, d.relay())
 		m := out.Meta.AdditionalFields[ErrorMetaKey].(errorMeta)
-		preview.Next = []ops.Hint{}
-		m.DryRun = &preview
+		WordNotes(a.result)
+		m.DryRun = a.result
 		return withErrorMeta(out, m), nil
 	}
 	return t
+}
+
+// callIn is the first step of next that makes op, not as a dry run: the
+// call a dry run's answer names.
+func callIn(next []ops.Hint, op string) (ops.Hint, bool) {
+	for _, h := range next {
+		if h.Op == op && h.Args["dry_run"] != true {
+			return h, true
+		}
+	}
+	return ops.Hint{}, false
+}
+
+// idsSaid says of a dry run by ids that done of the given ids would be
+// what (retried, discarded, restored to orders_dlq); firstError, when
+// not all would, why one would not.
+func idsSaid(done, given int, what, firstError string) string {
+	said := fmt.Sprintf("%d of the %s given would be %s", done, plural.Count(given, "id", "ids"), what)
+	switch {
+	case done == given && done == 1:
+		said = "the id given would be " + what
+	case done == given:
+		said = fmt.Sprintf("all %d ids given would be %s", done, what)
+	}
+	if firstError != "" {
+		said += "; not all: " + firstError
+	}
+	return said
+}
+
+// filterSaid says of a dry run by filter that done dead messages would be
+// what (retried, discarded), limitReached saying more match past the
+// limit; firstError, when some would not, why one would not.
+func filterSaid(done int, what string, limitReached bool, firstError string) string {
+	said := plural.Count(done, "dead message", "dead messages") + " would be " + what
+	if limitReached {
+		said += ", as many as the limit takes: more match the filters"
+	}
+	if firstError != "" {
+		said += "; not all: " + firstError
+	}
+	return said
+}
+
+// answeringRestoreDryRun is t, the refusal of pgbus_dlq_restore, answering
+// a restore's dry run (answeringDryRun) with what a restore would do now,
+// id by id (ops.Service.PreviewRestore).
+func answeringRestoreDryRun(d Deps, t server.ServerTool) server.ServerTool {
+	return answeringDryRun(d, t, func(in DLQRestoreInput) bool { return in.DryRun }, func(ctx context.Context, in DLQRestoreInput) (dryRunAnswer, bool) {
+		p, err := d.Ops.PreviewRestore(ctx, in.request())
+		call, ok := callIn(p.Next, ops.OpDLQRestore)
+		if err != nil || p.Restored == 0 || !ok {
+			return dryRunAnswer{}, false
+		}
+		p.Next = []ops.Hint{}
+		return dryRunAnswer{said: idsSaid(p.Restored, p.Restored+p.NotFound+p.Refused, "restored to "+p.DLQ, p.FirstError), result: &p, call: call}, true
+	})
+}
+
+// answeringRetryDryRun is t, the refusal of pgbus_dlq_retry, answering a
+// retry's dry run (answeringDryRun) with what a retry would do now
+// (ops.Service.PreviewRetry).
+func answeringRetryDryRun(d Deps, t server.ServerTool) server.ServerTool {
+	return answeringDryRun(d, t, func(in DLQRetryInput) bool { return in.DryRun }, func(ctx context.Context, in DLQRetryInput) (dryRunAnswer, bool) {
+		req, err := in.request()
+		if err != nil {
+			return dryRunAnswer{}, false
+		}
+		p, err := d.Ops.PreviewRetry(ctx, req)
+		call, ok := callIn(p.Next, ops.OpDLQRetry)
+		if err != nil || p.Retried == 0 || !ok {
+			return dryRunAnswer{}, false
+		}
+		said := filterSaid(p.Retried, "retried", p.LimitReached, p.FirstError)
+		if len(req.IDs) > 0 {
+			said = idsSaid(p.Retried, len(p.Outcomes)+p.OutcomesOmitted, "retried", p.FirstError)
+		}
+		p.Next = []ops.Hint{}
+		return dryRunAnswer{said: said, result: &p, call: call}, true
+	})
+}
+
+// answeringDiscardDryRun is t, the refusal of pgbus_dlq_discard, answering
+// a discard's dry run (answeringDryRun) with what a discard would do now
+// (ops.Service.PreviewDiscard).
+func answeringDiscardDryRun(d Deps, t server.ServerTool) server.ServerTool {
+	return answeringDryRun(d, t, func(in DLQDiscardInput) bool { return in.DryRun }, func(ctx context.Context, in DLQDiscardInput) (dryRunAnswer, bool) {
+		req, err := in.request()
+		if err != nil {
+			return dryRunAnswer{}, false
+		}
+		p, err := d.Ops.PreviewDiscard(ctx, req)
+		call, ok := callIn(p.Next, ops.OpDLQDiscard)
+		if err != nil || p.Discarded == 0 || !ok {
+			return dryRunAnswer{}, false
+		}
+		said := filterSaid(p.Discarded, "discarded", p.LimitReached, p.FirstError)
+		if len(req.IDs) > 0 {
+			said = idsSaid(p.Discarded, len(p.Outcomes)+p.OutcomesOmitted, "discarded", p.FirstError)
+		}
+		p.Next = []ops.Hint{}
+		return dryRunAnswer{said: said, result: &p, call: call}, true
+	})
+}
+
+// answeringRunNowDryRun is t, the refusal of pgbus_queue_run_now,
+// answering a run-now's dry run (answeringDryRun) with how many messages
+// it would make visible now (ops.Service.PreviewRunNow).
+func answeringRunNowDryRun(d Deps, t server.ServerTool) server.ServerTool {
+	return answeringDryRun(d, t, func(in QueueRunNowInput) bool { return in.DryRun }, func(ctx context.Context, in QueueRunNowInput) (dryRunAnswer, bool) {
+		p, err := d.Ops.PreviewRunNow(ctx, in.request())
+		call, ok := callIn(p.Next, ops.OpQueueRunNow)
+		if err != nil || p.Visible == 0 || !ok {
+			return dryRunAnswer{}, false
+		}
+		which := plural.Count(int(p.Visible), "message", "messages")
+		if p.InFlight {
+			which += " in flight"
+		}
+		p.Next = []ops.Hint{}
+		return dryRunAnswer{said: fmt.Sprintf("%s of queue %s would be made visible now", which, p.Queue), result: &p, call: call}, true
+	})
 }
