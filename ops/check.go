@@ -2,6 +2,7 @@ package ops
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -62,7 +63,14 @@ func checkDeadQueueName(name string) error {
 	if strings.HasSuffix(name, store.DLQSuffix) || store.IsLevelName(name) {
 		check = store.ValidatePhysicalName
 	}
-	return explain(check(name), hint(OpQueueStats, "lists the queues there are"))
+	err := explain(check(name), hint(OpQueueStats, "lists the queues there are"))
+	var e *Error
+	if errors.As(err, &e) && strings.HasPrefix(e.Msg, "queue ") {
+		// "queue name ...": the field, which a front end names as it
+		// takes it (the command line's --queue).
+		e.Field = "queue"
+	}
+	return err
 }
 
 // checkWorkQueue checks the name of a work queue, which a DLQ's is not,
