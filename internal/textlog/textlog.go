@@ -8,8 +8,11 @@
 // quotes strings whenever they hold a blank, a quote, an equals sign or
 // anything not printable, so a value is never cut short and a downstream's
 // error text cannot move the cursor or recolor an operator's terminal:
-// control characters and escape sequences are written as \n, \x1b, ...
-// and bytes that are not UTF-8 as \xff.
+// control characters and escape sequences are written as \n, \x1b, ...,
+// bytes that are not UTF-8 as \xff, and the characters the other outputs
+// show escaped (internal/hiddenchar: bidirectional controls, invisible
+// ones, variation selectors, tag characters) as \ufe0f, \U000e0100, as
+// Go writes them, even those Go counts printable.
 package textlog
 
 import (
@@ -24,6 +27,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pgbus/pgbus/internal/hiddenchar"
 )
 
 // The escape sequences of the colors used on a terminal.
@@ -231,10 +236,38 @@ func anyText(x any) (s string) {
 // escape sequence, bytes that are not UTF-8), which the quotes write as
 // an escape. A message is text with blanks: only the latter quote it.
 func appendText(buf []byte, s string, strict bool) []byte {
-	if needsQuotes(s, strict) {
-		return strconv.AppendQuote(buf, s)
+	if !needsQuotes(s, strict) {
+		return append(buf, s...)
 	}
-	return append(buf, s...)
+	// strconv quotes the characters it counts not printable; those it
+	// counts printable that hide or change text (a variation selector)
+	// are escaped here, in the same form.
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if size > 1 && hiddenchar.Is(r) {
+			buf = appendQuoted(buf, s[start:i])
+			if r > 0xffff {
+				buf = fmt.Appendf(buf, `\U%08x`, r)
+			} else {
+				buf = fmt.Appendf(buf, `\u%04x`, r)
+			}
+			start = i + size
+		}
+		i += size
+	}
+	buf = appendQuoted(buf, s[start:])
+	return append(buf, '"')
+}
+
+// appendQuoted appends s as strconv quotes it, without the quotes.
+func appendQuoted(buf []byte, s string) []byte {
+	if s == "" {
+		return buf
+	}
+	q := strconv.Quote(s)
+	return append(buf, q[1:len(q)-1]...)
 }
 
 func needsQuotes(s string, strict bool) bool {
@@ -250,7 +283,7 @@ func needsQuotes(s string, strict bool) bool {
 			if strict {
 				return true
 			}
-		case !unicode.IsPrint(r), strict && (r == '=' || r == '"'):
+		case !unicode.IsPrint(r), hiddenchar.Is(r), strict && (r == '=' || r == '"'):
 			return true
 		}
 		i += size

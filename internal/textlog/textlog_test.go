@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/hiddenchar"
 	"github.com/pgbus/pgbus/internal/textlog"
 )
 
@@ -66,6 +68,31 @@ func TestValueWholeAndEscaped(t *testing.T) {
 		if i := strings.IndexFunc(rest, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
 			t.Errorf("color %v: a raw control character at %d beyond the handler's own colors:\n%q", color, i, got)
 		}
+	}
+}
+
+// The characters the other outputs show escaped (hiddenchar: bidirectional
+// controls, invisible ones, variation selectors, tag characters), which
+// Go counts printable in part, are escaped too, in a message, a key and a
+// value alike, each quoted value reading back as it was.
+func TestHiddenCharactersEscaped(t *testing.T) {
+	t.Parallel()
+	value := "pay\ufe0f now\U000E0100 \U000E0041\U000E0042 \u202eevil\u2066 zero\u200bwidth soft\u00adhyphen \u061c\u180e\u2061\ufeff end"
+	var buf bytes.Buffer
+	h := textlog.New(&buf, slog.LevelInfo, false)
+	got := line(t, h, &buf, slog.LevelInfo, "ok\ufe0f", slog.String("error", value), slog.String("key\U000E0100", "v"), slog.String("plain", "café ok"))
+	if i := strings.IndexFunc(got, func(r rune) bool { return hiddenchar.Is(r) && r != '\n' }); i >= 0 {
+		t.Fatalf("a raw hidden character at %d:\n%q", i, got)
+	}
+	for _, want := range []string{`"ok\ufe0f"`, `"key\U000e0100"=v`, `plain="café ok"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the line does not hold %s:\n%q", want, got)
+		}
+	}
+	_, quoted, ok := strings.Cut(got, "error=")
+	quoted, _, _ = strings.Cut(quoted, ` "key`)
+	if back, err := strconv.Unquote(quoted); !ok || err != nil || back != value {
+		t.Errorf("the value %s reads back as %q, %v; want %q", quoted, back, err, value)
 	}
 }
 
