@@ -347,6 +347,7 @@ func (s *Service) retryIDs(ctx context.Context, req DLQRetryRequest, opts store.
 		if err := s.checkPayloadType(ctx, req, loc.targets[0].dlq, ids[0]); err != nil {
 			return DLQRetry{}, err
 		}
+		opts.PayloadChecked = true // as the database reads it: a dry run does not again
 	}
 	rep := store.RetryReport{DryRun: req.DryRun, Moved: []store.RetriedMessage{}}
 	var dbErr error // the database refused the work itself

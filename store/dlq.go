@@ -200,6 +200,9 @@ type RetryOptions struct {
 	// instead of its own. The original message is kept in the DLQ's archive
 	// and the replacement noted in its failure history.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// PayloadChecked says the caller checked Payload as the database reads
+	// it (CheckCorrectedPayload) already: a dry run does not check it again.
+	PayloadChecked bool `json:"-"`
 	// Progress, when set, is called after each batch with the messages done
 	// so far and the total expected.
 	Progress func(done, total int) `json:"-"`

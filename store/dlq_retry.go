@@ -135,7 +135,7 @@ func (s *Store) RetryDead(ctx context.Context, dlq string, ids []int64, opts Ret
 	if err := validateRetryPayload(opts.Payload, len(ids)); err != nil {
 		return rep, err
 	}
-	if opts.DryRun {
+	if opts.DryRun && !opts.PayloadChecked {
 		// The retry's statement would refuse a value the database cannot
 		// store; a dry run says so without it.
 		if err := s.CheckCorrectedPayload(ctx, opts.Payload); err != nil {
