@@ -1,13 +1,17 @@
 package ops_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/pgbus/pgbus/ops"
+	"github.com/pgbus/pgbus/store"
 )
 
 // A request checks itself without a database, in the words the operation
@@ -193,6 +197,29 @@ func TestNewWithoutAStore(t *testing.T) {
 	_, err := ops.New(nil, ops.Options{})
 	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "store.Open") {
 		t.Fatalf("New(nil) = %v; want ErrInvalid saying to open a store with store.Open", err)
+	}
+}
+
+// A store without a pool (store.New(nil), a zero store.Store) is refused
+// up front as bad input, in ops.New's own words (not those of a part it
+// makes), saying what to pass; one over a pool that has made no
+// connection yet is taken, as its calls connect when they need to.
+func TestNewWithoutAPool(t *testing.T) {
+	t.Parallel()
+	for name, st := range map[string]*store.Store{"store.New(nil)": store.New(nil), "a zero store.Store": {}} {
+		svc, err := ops.New(st, ops.Options{})
+		if svc != nil || !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "ops.New needs a store with a pool") ||
+			!strings.Contains(err.Error(), "store.Open") || strings.Contains(err.Error(), "NewClient") {
+			t.Errorf("New(%s) = %v, %v; want ErrInvalid saying to pass a store with a pool", name, svc, err)
+		}
+	}
+	pool, err := pgxpool.New(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := ops.New(store.New(pool), ops.Options{}); err != nil {
+		t.Errorf("New over a pool that has not connected: %v; want a service", err)
 	}
 }
 

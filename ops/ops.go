@@ -231,10 +231,15 @@ type Service struct {
 // New returns a Service over a store whose schema is migrated (or checked).
 // It reads nothing: on a database whose schema is missing or older than
 // this pgbus, an operation that fails on what is missing answers an *Error
-// naming both versions, with a hint to OpMigrate (Store.Migrate).
+// naming both versions, with a hint to OpMigrate (Store.Migrate). A nil
+// store, or one without a pool (store.New(nil)), is refused with
+// ErrInvalid; one over a pool that has not connected yet is taken.
 func New(st *store.Store, opts Options) (*Service, error) {
 	if st == nil {
 		return nil, fmt.Errorf("%w: ops.New needs a store: open one with store.Open", ErrInvalid)
+	}
+	if st.Pool() == nil {
+		return nil, fmt.Errorf("%w: ops.New needs a store with a pool, and this one was made by store.New with a nil pool (or is a zero store.Store): open one with store.Open, or pass store.New the pool pgxpool.NewWithConfig returned", ErrInvalid)
 	}
 	opts.SafeFields = slices.Clone(opts.SafeFields)
 	for i, f := range opts.SafeFields {
