@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -312,6 +313,8 @@ func Handler(s *server.MCPServer, cfg HTTPConfig, listenAddr net.Addr) (http.Han
 		return nil, nil, err
 	}
 	base, _ := basepath.Clean(cfg.BasePath) // Check accepted it
+	sec.calls = map[string]bool{base + PathMCP: true, PathMessage: true}
+	sec.largeCall = vocab.WithFlags(vocab.Command(ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"ids": "ID", "payload": "@payload.json"}}), flagsOf(s))
 	mux := http.NewServeMux()
 	var closeSessions func(context.Context)
 	var open func() metrics.MCPOpen

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
 	"github.com/pgbus/pgbus/internal/plural"
@@ -64,7 +67,11 @@ type Security struct {
 	trusted      []netip.Prefix  // reverse proxies, for the client in logs
 	command      string          // the command the server runs as, whose flags refusals name
 	open         map[string]bool // paths that need no bearer token: the probes
-	guesses      *throttle.Limiter
+	calls        map[string]bool // paths MCP messages are POSTed to
+	// largeCall is the command that retries with a corrected payload from
+	// a file, which a body over the cap sent to calls is told of.
+	largeCall string
+	guesses   *throttle.Limiter
 	// refusals paces the log of refused requests, each status told once
 	// a minute, so that a scanner or a client left with an old token does
 	// not fill the log with a line per request.
@@ -264,7 +271,7 @@ func (s *Security) readBody(w http.ResponseWriter, r *http.Request, anonymous bo
 		limit = min(limit, anonymousMaxBody)
 	}
 	if r.ContentLength > limit {
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(r.ContentLength, limit, anonymous))
+		s.refuseLarge(w, r, r.ContentLength, limit, anonymous)
 		return nil, false
 	}
 	if !hasBody(r) {
@@ -304,7 +311,7 @@ func (s *Security) readBody(w http.ResponseWriter, r *http.Request, anonymous bo
 		return nil, false
 	case int64(len(body)) > held:
 		release()
-		s.refuse(w, r, http.StatusRequestEntityTooLarge, tooLarge(-1, limit, anonymous))
+		s.refuseLarge(w, r, -1, limit, anonymous)
 		return nil, false
 	}
 	_ = r.Body.Close()
@@ -312,6 +319,31 @@ func (s *Security) readBody(w http.ResponseWriter, r *http.Request, anonymous bo
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	return release, true
+}
+
+// refuseLarge refuses with 413 a request whose body of size bytes (-1:
+// it did not say, and sent more) is over limit, unread. One sent to where
+// MCP messages go (calls) is answered as a JSON-RPC error (id null, as
+// the request's id is not read), which an MCP client hands its caller as
+// the call's error rather than as a failure of its transport, and which
+// says too what to do about the one call a person may need to make that
+// large, a retry with a corrected payload: from a file, on the command
+// line, as stdio's answer to a tool call of that payload says.
+func (s *Security) refuseLarge(w http.ResponseWriter, r *http.Request, size, limit int64, anonymous bool) {
+	msg := tooLarge(size, limit, anonymous)
+	if !s.calls[r.URL.Path] || s.largeCall == "" {
+		s.refuse(w, r, http.StatusRequestEntityTooLarge, msg)
+		return
+	}
+	msg += "; nothing was done. A corrected payload larger than a tool call takes is retried from a file, payload.json, on the command line: ask an operator to run " + s.largeCall
+	s.logRefusal(r, http.StatusRequestEntityTooLarge, msg)
+	b, _ := json.Marshal(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+		Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_REQUEST, "pgbus: "+msg, nil)})
+	w.Header().Set("Connection", "close")
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // tooLarge says that a request body of size bytes (-1: it did not say,
@@ -446,13 +478,19 @@ func hasBody(r *http.Request) bool {
 }
 
 func (s *Security) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	s.logRefusal(r, code, msg)
+	w.Header().Set("Connection", "close")
+	http.Error(w, "pgbus: "+msg, code)
+}
+
+// logRefusal tells the log of r, refused with code for msg, each code
+// once a minute, with the count refused meanwhile.
+func (s *Security) logRefusal(r *http.Request, code int, msg string) {
 	if told, quiet := s.refusals.Due(code, time.Now()); told {
 		s.log.Warn("pgbus: HTTP request refused", "status", code, "method", r.Method, "path", r.URL.Path,
 			"remote", r.RemoteAddr, "client", clientaddr.Name(r, s.trusted), "host", r.Host, "origin", r.Header.Get("Origin"), "reason", msg,
 			"refused_unlogged", quiet)
 	}
-	w.Header().Set("Connection", "close")
-	http.Error(w, "pgbus: "+msg, code)
 }
 
 // authenticated checks the request's bearer token, refusing the request
