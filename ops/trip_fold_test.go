@@ -31,7 +31,6 @@ func historyRuns(m ops.DeadMessage) [][3]int {
 func TestHistoryDoesNotFoldFailuresAcrossTrips(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
-	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 
 	trip := func(t *testing.T, q string, id int64, lost int) int64 {
@@ -41,7 +40,7 @@ func TestHistoryDoesNotFoldFailuresAcrossTrips(t *testing.T) {
 		return pgtest.FailUntilDead(t, s, q, id)
 	}
 	retry := func(t *testing.T, dead int64) int64 {
-		out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{dead}})
+		out, err := svc.DLQRetry(testContext(t), ops.DLQRetryRequest{IDs: []int64{dead}})
 		if err != nil || out.Retried != 1 || len(out.Outcomes) != 1 {
 			t.Fatalf("retry %d: %+v, %v", dead, out, err)
 		}
@@ -58,6 +57,9 @@ func TestHistoryDoesNotFoldFailuresAcrossTrips(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			// A context of its own, made once the subtest runs: the parent's
+			// could run out while the subtest waits for its turn.
+			ctx := testContext(t)
 			q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = c.first })
 			id := pgtest.SendLostClaimKind(t, s, q)
 			dead := trip(t, q, id, 0)

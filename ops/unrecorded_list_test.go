@@ -17,7 +17,6 @@ import (
 func TestListCountsUnrecordedAttempts(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
-	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	lose := func(t *testing.T, q string, id int64, n int) {
 		for range n {
@@ -45,7 +44,7 @@ func TestListCountsUnrecordedAttempts(t *testing.T) {
 		{"second trip's first claim lost", func(t *testing.T, q string) int64 {
 			id := pgtest.SendLostClaimKind(t, s, q)
 			lose(t, q, id, 2)
-			out, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{IDs: []int64{pgtest.FailUntilDead(t, s, q, id)}})
+			out, err := svc.DLQRetry(testContext(t), ops.DLQRetryRequest{IDs: []int64{pgtest.FailUntilDead(t, s, q, id)}})
 			if err != nil || out.Retried != 1 {
 				t.Fatalf("retry: %+v, %v", out, err)
 			}
@@ -56,6 +55,9 @@ func TestListCountsUnrecordedAttempts(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			// A context of its own, made once the subtest runs: the parent's
+			// could run out while the subtest waits for its turn.
+			ctx := testContext(t)
 			q := newQueue(t, s, func(set *store.QueueSettings) { set.MaxRetries = 3 })
 			dead := c.die(t, q)
 			page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
