@@ -3,7 +3,6 @@ package alerts
 import (
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +16,7 @@ import (
 // pgbus runs them, naming the webhook by its scheme and host only.
 func TestFailedPostNamesOnlyTheWebhooksHost(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now: every post is refused
+	host := pgtest.RefusingPort(t).Addr() // nothing listens there: every post is refused
 	var logs pgtest.SyncBuffer
 	cfg := Config{
 		URL:         "http://hook:HookPW31@" + host + "/services/T000/B000/SlackPathSecret99?token=QuerySecret98&channel=ops",
@@ -33,7 +27,7 @@ func TestFailedPostNamesOnlyTheWebhooksHost(t *testing.T) {
 	if s.deliver(context.Background(), Alert{Text: "queue orders is STALLED"}) {
 		t.Fatal("an alert to a closed port counted as sent")
 	}
-	_, _, err = s.post(context.Background(), []byte(`{}`))
+	_, _, err := s.post(context.Background(), []byte(`{}`))
 	out := logs.String() + "\n" + err.Error()
 	if n := strings.Count(out, `http://`+host+`/…`); n < 3 {
 		t.Errorf("the webhook is named as http://%s/… %d times, want in each failure:\n%s", host, n, out)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/engine"
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -19,13 +19,7 @@ import (
 // errors.Is(err, store.ErrUnavailable), whichever way it sends.
 func TestSendToAnUnreachableDatabaseIsUnavailable(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	ln.Close()
-	url := fmt.Sprintf("postgres://pgbus@127.0.0.1:%d/pgbus?connect_timeout=5", addr.Port)
+	url := fmt.Sprintf("postgres://pgbus@%s/pgbus?connect_timeout=5", pgtest.RefusingPort(t).Addr())
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)

@@ -26,12 +26,7 @@ func TestOpenSaysWhyItCouldNotConnect(t *testing.T) {
 	base := pgtest.NewDatabase(t)
 	role, full := pgtest.NewRole(t, base)
 	pgtest.Exec(t, base, "ALTER ROLE "+role+" CONNECTION LIMIT 0")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := pgtest.RefusingPort(t).Addr()
 	for _, c := range []struct {
 		name, url, want, not string
 	}{

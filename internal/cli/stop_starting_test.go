@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"errors"
-	"net"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -25,12 +24,7 @@ func TestStoppedWhileStarting(t *testing.T) {
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			t.Parallel()
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close() // nothing listens there now
+			addr := pgtest.RefusingPort(t).Addr() // nothing listens there
 			cmd := exec.Command(binary, args...)
 			cmd.Env = append(baseEnv(), "DATABASE_URL=postgres://nobody@"+addr+"/none?sslmode=disable")
 			var stderr pgtest.SyncBuffer
@@ -44,7 +38,7 @@ func TestStoppedWhileStarting(t *testing.T) {
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var exit *exec.ExitError
 			if errors.As(err, &exit) || err != nil {
 				t.Fatalf("%s stopped while starting: %v\nstderr:\n%s", args[0], err, stderr.String())

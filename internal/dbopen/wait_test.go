@@ -23,7 +23,8 @@ const waitLine = "PostgreSQL is not reachable yet"
 func TestConnectWaitsForTheServer(t *testing.T) {
 	ctx := pgtest.Context(t)
 	target := pgtest.NewDatabase(t)
-	addr := freeAddr(t)
+	port := pgtest.RefusingPort(t)
+	addr := port.Addr()
 	var logs pgtest.SyncBuffer
 	type result struct {
 		db  *dbopen.DB
@@ -36,7 +37,7 @@ func TestConnectWaitsForTheServer(t *testing.T) {
 		done <- result{db, err}
 	}()
 	pgtest.Eventually(t, time.Minute, "Connect to say it waits", func() bool { return strings.Contains(logs.String(), waitLine) })
-	proxy(t, addr, target)
+	proxy(t, port.Listen(), target)
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("Connect after the server came up: %v\nlog:\n%s", r.err, logs.String())
@@ -56,12 +57,13 @@ func TestConnectDoesNotWaitForWhatWaitingCannotCure(t *testing.T) {
 	var logs pgtest.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 
-	_, err := dbopen.Connect(ctx, dbopen.Options{URL: throughAddr(t, target, freeAddr(t)), Logger: log})
+	_, err := dbopen.Connect(ctx, dbopen.Options{URL: throughAddr(t, target, pgtest.RefusingPort(t).Addr()), Logger: log})
 	if err == nil || !strings.Contains(err.Error(), "check that the server is running") {
 		t.Fatalf("unreachable server without WaitFor: %v", err)
 	}
-	addr := freeAddr(t)
-	proxy(t, addr, target)
+	port := pgtest.RefusingPort(t)
+	addr := port.Addr()
+	proxy(t, port.Listen(), target)
 	cfg, perr := pgx.ParseConfig(throughAddr(t, target, addr))
 	if perr != nil {
 		t.Fatal(perr)
@@ -76,18 +78,6 @@ func TestConnectDoesNotWaitForWhatWaitingCannotCure(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // throughAddr is target's URL with its host and port replaced by addr.
 func throughAddr(t *testing.T, target, addr string) string {
 	t.Helper()
@@ -98,9 +88,9 @@ func throughAddr(t *testing.T, target, addr string) string {
 	return fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", cfg.User, addr, cfg.Database)
 }
 
-// proxy listens at addr and forwards each connection to target's server,
-// over its Unix socket or TCP.
-func proxy(t *testing.T, addr, target string) {
+// proxy forwards each connection ln accepts to target's server, over its
+// Unix socket or TCP.
+func proxy(t *testing.T, ln net.Listener, target string) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(target)
 	if err != nil {
@@ -109,10 +99,6 @@ func proxy(t *testing.T, addr, target string) {
 	network, dst := "tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
 	if strings.HasPrefix(cfg.Host, "/") {
 		network, dst = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); ln.Close() })
@@ -144,7 +130,7 @@ func TestReadyWhenReachableLogsALongWaitQuietly(t *testing.T) {
 	t.Parallel()
 	target := pgtest.NewDatabase(t)
 	var out pgtest.SyncBuffer
-	db, err := dbopen.Dial(pgtest.Context(t), dbopen.Options{URL: throughAddr(t, target, freeAddr(t)), Logger: slog.New(slog.NewTextHandler(&out, nil))})
+	db, err := dbopen.Dial(pgtest.Context(t), dbopen.Options{URL: throughAddr(t, target, pgtest.RefusingPort(t).Addr()), Logger: slog.New(slog.NewTextHandler(&out, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
