@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"regexp"
 	"strings"
 	"sync"
@@ -406,11 +407,15 @@ func TestSessionsBoundedUnderABurst(t *testing.T) {
 	}
 	answers := make(chan answer, burst)
 	bodies := make([]*io.PipeWriter, burst)
+	// Each request says when it has its connection and has written its
+	// headers; its body waits for the test.
+	connected := make(chan struct{}, burst)
+	trace := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { connected <- struct{}{} }})
 	for i := range burst {
 		pr, pw := io.Pipe()
 		bodies[i] = pw
 		go func() {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+mcpserver.PathMCP, pr)
+			req, err := http.NewRequestWithContext(trace, http.MethodPost, base+mcpserver.PathMCP, pr)
 			if err != nil {
 				answers <- answer{err: err}
 				return
@@ -427,10 +432,21 @@ func TestSessionsBoundedUnderABurst(t *testing.T) {
 			answers <- answer{status: resp.StatusCode, id: resp.Header.Get("Mcp-Session-Id")}
 		}()
 	}
-	// The requests have connected and sent their headers; their bodies
-	// end together, so that the server takes them at once.
-	time.Sleep(300 * time.Millisecond)
+	// Once every request has connected and written its headers (the
+	// server may refuse some at once), their bodies end together, so that
+	// the server takes them at once.
 	var got []answer
+	for i := 0; i < burst; {
+		select {
+		case <-connected:
+			i++
+		case a := <-answers:
+			if a.err != nil {
+				t.Fatalf("an initialize failed before its body was sent: %v", a.err)
+			}
+			got = append(got, a)
+		}
+	}
 	for _, pw := range bodies {
 		go func() {
 			_, _ = io.WriteString(pw, rawInitialize)
