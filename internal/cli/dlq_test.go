@@ -499,7 +499,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	t.Parallel()
 	scriptPath, err := exec.LookPath("script")
 	if err != nil {
-		t.Skip("script(1) is not installed; it gives the command a terminal")
+		t.Fatal("this test gives the command a terminal with script(1), which is not on PATH: install util-linux's script (Debian's bsdutils package)")
 	}
 	d := newDB(t)
 	deadShop(t, d)
