@@ -77,8 +77,7 @@ func TestBreakerTransitionsLogged(t *testing.T) {
 // use, so that its users stay listed however long it runs.
 func TestRunningProcessKeepsItsBreakerUsersListed(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	name := uniqueName("kept")
 	c := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.ProcessHeartbeat = 20 * time.Millisecond })
 	c.Handle("call", func(context.Context, *engine.Job) error { return nil },

@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +18,7 @@ import (
 // write is given up.
 func TestStopWaitingForOutcomesSaysSo(t *testing.T) {
 	t.Parallel()
-	s := pgtest.OwnStore(t) // a pool of its own: the lock holds one of its connections
-	q := newQueue(t, s, nil)
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, pgtest.OpenNamedStore(t, uniqueName("pgbus_drain")), q, func(cfg *engine.Config) {
-		cfg.DrainTimeout = time.Second
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	s, q, c, logs := lockableClient(t, "pgbus_drain", time.Second)
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
 	stop, done := runInBackground(c)
 	defer stop()

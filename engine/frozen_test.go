@@ -22,16 +22,13 @@ import (
 // listener, which must notice its own connection went silent too.
 func TestWorkersRecoverFromFrozenConnections(t *testing.T) {
 	t.Parallel()
-	direct := testStore(t)
-	q := newQueue(t, direct, nil)
+	direct, q := storeAndQueue(t)
 	path := storeThroughProxy(t, nil)
 	through := path.store
-	var logs pgtest.SyncBuffer
 	var ran atomic.Int64
-	c := pgtest.NewClient(t, through, q, func(cfg *engine.Config) {
+	c, logs := loggedClient(t, through, q, slog.LevelInfo, func(cfg *engine.Config) {
 		cfg.PollInterval = time.Hour
 		cfg.DatabaseCallTimeout = 2 * time.Second
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
 	t.Cleanup(func() {
@@ -74,8 +71,7 @@ const givenUpLine = `msg="pgbus: a database call got no answer`
 func TestFrozenPoolIsDroppedAtTheFirstCallGivenUp(t *testing.T) {
 	t.Parallel()
 	const poolSize = 8
-	direct := testStore(t)
-	q := newQueue(t, direct, nil)
+	direct, q := storeAndQueue(t)
 	path := storeThroughProxy(t, func(url string) string {
 		return pgtest.WithParam(t, url, "pool_max_conns", strconv.Itoa(poolSize))
 	})

@@ -17,8 +17,7 @@ import (
 // waits again.
 func TestHeartbeatWaitsWhileNoMessageIsHeld(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	var turns, parked atomic.Int64
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
 		engine.WatchHeartbeat(cfg, func(p bool) {

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,14 @@ import (
 )
 
 func testStore(t testing.TB) *store.Store { return pgtest.Store(t) }
+
+// storeAndQueue is the shared test store and a new queue of it, with the
+// settings newQueue gives.
+func storeAndQueue(t testing.TB) (*store.Store, string) {
+	t.Helper()
+	s := testStore(t)
+	return s, newQueue(t, s, nil)
+}
 
 func uniqueName(prefix string) string { return pgtest.Name(prefix) }
 
@@ -232,4 +241,31 @@ func awaitJobThenStop(t *testing.T, ran <-chan struct{}, stop context.CancelFunc
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// loggedClient is pgtest.NewClient whose log, at level and above, is kept
+// in the buffer returned; edit, when not nil, sets the rest of its
+// configuration.
+func loggedClient(t *testing.T, s *store.Store, q string, level slog.Level, edit func(*engine.Config)) (*engine.Client, *pgtest.SyncBuffer) {
+	t.Helper()
+	logs := &pgtest.SyncBuffer{}
+	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
+		if edit != nil {
+			edit(cfg)
+		}
+	})
+	return c, logs
+}
+
+// lockableClient is a logged client, waiting drain at a stop, of a new
+// queue, on a pool of its own named after prefix; and the store of the
+// queue on the test's own pool, in which the test holds locks on the
+// queue's tables without taking a connection of the client's.
+func lockableClient(t *testing.T, prefix string, drain time.Duration) (*store.Store, string, *engine.Client, *pgtest.SyncBuffer) {
+	t.Helper()
+	s := pgtest.OwnStore(t)
+	q := newQueue(t, s, nil)
+	c, logs := loggedClient(t, pgtest.OpenNamedStore(t, uniqueName(prefix)), q, slog.LevelInfo, func(cfg *engine.Config) { cfg.DrainTimeout = drain })
+	return s, q, c, logs
 }

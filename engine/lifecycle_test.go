@@ -34,8 +34,7 @@ func failN(n int32, calls *atomic.Int32) engine.HandlerFunc {
 // source fixed: 100ms, 200ms, 400ms, 800ms.
 func TestFailFourTimesThenSucceed(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, failN(4, &calls))
@@ -91,8 +90,7 @@ func TestRetryDelaysWithinJitterBand(t *testing.T) {
 
 func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.Handle("charge", failN(100, &calls))
@@ -146,8 +144,7 @@ func TestFailFiveTimesDeadLettersWithFullBlock(t *testing.T) {
 
 func TestNonRetryableDeadLettersOnFirstAttempt(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
@@ -189,8 +186,7 @@ func TestRetryAfterOverridesBackoff(t *testing.T) {
 
 func TestNackUsesExplicitDelayAndReason(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
@@ -319,8 +315,7 @@ func TestSnoozesAreCounted(t *testing.T) {
 
 func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { calls.Add(1); return nil })
@@ -357,8 +352,7 @@ func TestDeadlinePassedDeadLettersWithoutRunning(t *testing.T) {
 // word.
 func TestDeadlineHeadersOfOtherClients(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	var logs lockedBuffer
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	var ran sync.Map
@@ -411,8 +405,7 @@ func TestDeadlineHeadersOfOtherClients(t *testing.T) {
 
 func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		return engine.Discard(errors.New("user deleted their account"))
@@ -436,8 +429,7 @@ func TestDiscardArchivesWithHeaderAndFailure(t *testing.T) {
 // goroutine stack in the history and its first lines in the block.
 func TestPanicDeadLettersWithStack(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
@@ -477,8 +469,7 @@ func TestPanicDeadLettersWithStack(t *testing.T) {
 // dead-lettered at once.
 func TestPanicPolicyRetriesPanics(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var retried, caught atomic.Int32
 	flaky := func(calls *atomic.Int32) engine.HandlerFunc {
@@ -523,8 +514,7 @@ func (e *lookupError) Error() string { return "no such key " + e.key }
 // and the worker and its other jobs go on.
 func TestPanickingErrorDeadLettersLikeAPanic(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	c.Handle("typed_nil", func(context.Context, *engine.Job) error {
 		var missing *lookupError
@@ -555,8 +545,7 @@ func TestPanickingErrorDeadLettersLikeAPanic(t *testing.T) {
 // its context.
 func TestGoexitDeadLettersLikeAPanic(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(context.Context, *engine.Job) error {
 		runtime.Goexit()
@@ -573,8 +562,7 @@ func TestGoexitDeadLettersLikeAPanic(t *testing.T) {
 
 func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	c.Handle("known", func(ctx context.Context, job *engine.Job) error { return nil })
 	pgtest.Start(t, c)
@@ -589,8 +577,7 @@ func TestUnknownKindDeadLettersAsNonRetryable(t *testing.T) {
 
 func TestUndecodablePayloadDeadLetters(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
 		var in struct{ Amount int }
@@ -613,8 +600,7 @@ func TestUndecodablePayloadDeadLetters(t *testing.T) {
 // fault.
 func TestDecodeIntoNoPointerBlamesTheHandler(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	type order struct{ Amount int }
 	targets := map[string]any{"value": order{}, "nil": nil, "nil pointer": (*order)(nil)}
@@ -715,8 +701,7 @@ func TestTimeoutAsLongAsADurationGoes(t *testing.T) {
 
 func TestHugeErrorMessageTruncatedInBlockKeptInHistory(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	huge := strings.Repeat("é", 100_000)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error {
@@ -773,8 +758,7 @@ func TestReadTimeDeadLettering(t *testing.T) {
 
 func TestPerKindRetryOverride(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	one := engine.DefaultRetryPolicy()
@@ -790,8 +774,7 @@ func TestPerKindRetryOverride(t *testing.T) {
 
 func TestIdempotencyKeyAndJobFields(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	jobs := make(chan engine.Job, 2)
 	c.HandleQueue(q, func(ctx context.Context, job *engine.Job) error { jobs <- *job; return nil })
@@ -842,8 +825,7 @@ func TestDeleteOnSuccessTakesFailureHistory(t *testing.T) {
 // where it used to keep no detail at all and show the run time as unknown.
 func TestFailureWithinAMillisecondRecordsItsRunTime(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, failN(1, &calls))

@@ -17,8 +17,7 @@ import (
 // still runs, and nothing is said about polling.
 func TestListenCheckPassesOnADirectConnection(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	var logs pgtest.SyncBuffer
 	var ran atomic.Int64
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
@@ -39,8 +38,7 @@ func TestListenCheckPassesOnADirectConnection(t *testing.T) {
 // alone runs what is sent.
 func TestNoListenPolls(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	var logs pgtest.SyncBuffer
 	var ran atomic.Int64
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {

@@ -125,8 +125,7 @@ func (p panicky) JobFinished(context.Context, *engine.Job, engine.Finish) {
 // down.
 func TestPanickingObserverDoesNotStopTheWorker(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	rec := &recorder{}
 	var log pgtest.SyncBuffer
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
@@ -173,8 +172,7 @@ func (p panickySender) Sending(context.Context, string, *engine.SendOptions) fun
 // caller of Send.
 func TestPanickingSendObserverDoesNotStopTheSend(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	var log pgtest.SyncBuffer
 	var sawID atomic.Int64
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {

@@ -185,8 +185,7 @@ func TestVisibilityHeartbeatLongerThanTimeout(t *testing.T) {
 // Stopping lets running handlers finish and writes their outcomes.
 func TestGracefulShutdownDrains(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	// A drain timeout no loaded machine reaches: the drain ends because
 	// the handlers did.
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.DrainTimeout = 2 * time.Minute })
@@ -282,13 +281,9 @@ func TestStopAfterQueueDroppedDuringJob(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s, nil)
-	var logs pgtest.SyncBuffer
 	// A drain timeout the test never reaches: Run returns because the
 	// outcome was given up, not because the drain timed out.
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.DrainTimeout = 5 * time.Minute
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	c, logs := loggedClient(t, s, q, slog.LevelInfo, func(cfg *engine.Config) { cfg.DrainTimeout = 5 * time.Minute })
 	running, release := make(chan struct{}, 1), make(chan struct{})
 	c.HandleQueue(q, held(running, release), engine.HandlerOptions{Timeout: time.Minute})
 	stop, done := runInBackground(c)
@@ -321,13 +316,7 @@ func TestStopAfterQueueDroppedDuringJob(t *testing.T) {
 // in the queue to run again, where Run waited for it forever.
 func TestOutcomeWritesRetriedUntilTheDrainTimeout(t *testing.T) {
 	t.Parallel()
-	s := pgtest.OwnStore(t) // a pool of its own: the lock holds one of its connections
-	q := newQueue(t, s, nil)
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, pgtest.OpenNamedStore(t, uniqueName("pgbus_writes")), q, func(cfg *engine.Config) {
-		cfg.DrainTimeout = 2 * time.Second
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	s, q, c, logs := lockableClient(t, "pgbus_writes", 2*time.Second)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { calls.Add(1); return nil })
 	stop, done := runInBackground(c)
@@ -403,8 +392,7 @@ func TestPausedQueueIsNotRead(t *testing.T) {
 // message is still picked up at once.
 func TestNotificationWakesIdleWorker(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := startListening(t, q, time.Hour)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	pgtest.Eventually(t, 20*time.Second, "the notified message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
@@ -414,8 +402,7 @@ func TestNotificationWakesIdleWorker(t *testing.T) {
 // polling.
 func TestPollingFindsMessagesWithoutNotification(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	startListening(t, q, 50*time.Millisecond)
 	insertWithoutNotify(t, s, q)
 	pgtest.Eventually(t, 20*time.Second, "the polled message to be archived", func() bool { return pgtest.Archived(t, s, q) == 1 })
@@ -601,8 +588,7 @@ func TestStatsCountedPerMinute(t *testing.T) {
 // stats would count the message twice.
 func TestStatsCountOnlyOutcomesWritten(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	started, release := make(chan struct{}, 2), make(chan struct{})
 	c.Handle("good", held(started, release))
@@ -674,8 +660,7 @@ func TestBadConfigIsRejected(t *testing.T) {
 
 func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	ctx := testContext(t)
 	cases := map[string]func() error{
@@ -703,8 +688,7 @@ func TestSendRejectsBadInputAndWritesNothing(t *testing.T) {
 // neither the kind nor a limit of its own. Nothing is sent.
 func TestSendRefusesAKindTooLongNamingItsLimit(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	_, err := c.Send(testContext(t), q, 1, engine.SendOptions{Kind: strings.Repeat("k", 100<<10)})
 	want := fmt.Sprintf("kind is %d bytes; at most %d", 100<<10, engine.MaxKindBytes)
@@ -863,10 +847,7 @@ func TestHeartbeatWhileAWriteIsRetried(t *testing.T) {
 	pgtest.Exec(t, url, "GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
 	pgtest.Exec(t, url, "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA pgmq, pgbus TO "+role)
 	s := pgtest.OpenStore(t, roleURL)
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	})
+	c, logs := loggedClient(t, s, q, slog.LevelDebug, nil)
 	slow := handleSlow(c, "slow")
 	c.Handle("quick", func(context.Context, *engine.Job) error { return nil })
 	pgtest.Start(t, c)

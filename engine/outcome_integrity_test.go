@@ -45,11 +45,8 @@ func (c *runCounter) of(id int64) int {
 func TestArchiveOfAnIDTheArchiveHoldsLetsTheQueueGoOn(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	s := testStore(t)
-	q := newQueue(t, s, nil)
-	var logs pgtest.SyncBuffer
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.Logger = log })
+	s, q := storeAndQueue(t)
+	c, logs := loggedClient(t, s, q, slog.LevelWarn, nil)
 	var runs runCounter
 	c.Handle("ok", func(ctx context.Context, j *engine.Job) error { runs.ran(j.ID); return nil }, engine.HandlerOptions{})
 	c.Handle("bad", func(ctx context.Context, j *engine.Job) error {
@@ -124,14 +121,11 @@ func TestArchiveOfAnIDTheArchiveHoldsLetsTheQueueGoOn(t *testing.T) {
 func TestOutcomeRefusedForAConstraintIsLeftAlone(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	if _, err := s.Pool().Exec(ctx, `ALTER TABLE pgmq.a_`+q+` ADD CONSTRAINT no_poison CHECK (message->>'poison' IS NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	var logs pgtest.SyncBuffer
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c := pgtest.NewClient(t, s, q, func(c *engine.Config) { c.Logger = log })
+	c, logs := loggedClient(t, s, q, slog.LevelWarn, nil)
 	var runs runCounter
 	c.Handle("ok", func(ctx context.Context, j *engine.Job) error { runs.ran(j.ID); return nil }, engine.HandlerOptions{})
 	var ids []int64

@@ -36,8 +36,7 @@ func (e classed) ErrorClass() string { return e.class }
 // queue's.
 func TestErrorClassPolicies(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	two := engine.RetryPolicy{MaxRetries: 2, Strategy: store.BackoffExponential, Backoff: 20 * time.Millisecond, BackoffMax: time.Second}
 	policies := []engine.ErrorPolicy{
@@ -104,8 +103,7 @@ func TestErrorClassPolicies(t *testing.T) {
 // A retry policy that is not retry-after-hint ignores hints.
 func TestRetryPolicyIgnoresHints(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	var calls atomic.Int32
 	c.HandleQueue(q, func(context.Context, *engine.Job) error {
@@ -278,8 +276,7 @@ func TestOneBreakerNameTwoSettings(t *testing.T) {
 // the breakers, one by one, unseen by Validate.
 func TestBreakerOutOfRangeRefusedBeforeAnyIsMade(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	good := store.BreakerConfig{Name: pgtest.Name("good"), FailureThreshold: 2, CoolOff: time.Second, MaxCoolOff: time.Minute}
 	bad := store.BreakerConfig{Name: pgtest.Name("bad"), CoolOff: time.Second, MaxCoolOff: time.Minute}
 	noop := func(context.Context, *engine.Job) error { return nil }
@@ -329,8 +326,7 @@ func TestErrorPolicyMaxRetriesOnly(t *testing.T) {
 // refused by Run, before anything is read, saying what to do.
 func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	noop := func(context.Context, *engine.Job) error { return nil }
 	cases := []struct {
 		what     string
@@ -421,8 +417,7 @@ func TestRunRefusesHandlersThatCannotWork(t *testing.T) {
 // handlers as they were. Once Run has returned, registering works again.
 func TestRegisteringWhileRunningPanics(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	ran := make(chan string, 4)
 	c.Handle("first", func(_ context.Context, job *engine.Job) error { ran <- job.Kind; return nil })
@@ -586,8 +581,7 @@ func TestNewClientRefusesNegativeDurations(t *testing.T) {
 // this one works.
 func TestClientKeepsItsOwnQueues(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	queues := []engine.QueueConfig{{Name: q}}
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Queues = queues })
 	if queues[0].Concurrency != 0 {
@@ -613,8 +607,7 @@ func TestClientKeepsItsOwnQueues(t *testing.T) {
 // the other kind's.
 func TestHandleKeepsItsOwnRetryPolicy(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	seen := make(chan int, 2)
 	record := func(_ context.Context, job *engine.Job) error { seen <- job.MaxRetries; return nil }
@@ -639,8 +632,7 @@ func TestHandleKeepsItsOwnRetryPolicy(t *testing.T) {
 // than panicking on a nil dereference in the driver; nothing is sent.
 func TestNilContextRefused(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	var sent atomic.Int64
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) { cfg.Observers = []engine.Observer{idSender{id: &sent}} })
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
@@ -668,8 +660,7 @@ func TestNilContextRefused(t *testing.T) {
 // the start's query the stop cut off.
 func TestRunStoppedWhileStarting(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { return nil })
 	ctx, cancel := context.WithCancel(testContext(t))
@@ -706,8 +697,7 @@ func TestErrorClassOf(t *testing.T) {
 // polynomial's delay: 3s after a first failure, retried after 2s.
 func TestPolynomialPolicyMaxUnderTheBackoff(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
-	q := newQueue(t, s, nil)
+	s, q := storeAndQueue(t)
 	c := pgtest.NewClient(t, s, q, nil)
 	p := engine.DefaultRetryPolicy()
 	p.Strategy, p.BackoffMax = store.BackoffPolynomial, 2*time.Second

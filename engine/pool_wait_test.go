@@ -19,8 +19,7 @@ import (
 // and do not drop the pool's connections, the service's among them.
 func TestWorkersWaitingForABusySharedPoolSayItAndDropNothing(t *testing.T) {
 	t.Parallel()
-	own := testStore(t)
-	q := newQueue(t, own, nil)
+	own, q := storeAndQueue(t)
 	pool, s := sharedPool(t, 2)
 	var logs pgtest.SyncBuffer
 	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
@@ -65,8 +64,7 @@ func TestWorkersWaitingForABusySharedPoolSayItAndDropNothing(t *testing.T) {
 // database does not answer, and starts once the service lets it go.
 func TestRunStartedOnABusySharedPoolWaitsForAConnection(t *testing.T) {
 	t.Parallel()
-	own := testStore(t)
-	q := newQueue(t, own, nil)
+	own, q := storeAndQueue(t)
 	pool, s := sharedPool(t, 1)
 	ctx := testContext(t)
 	tx, err := pool.Begin(ctx)

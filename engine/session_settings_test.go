@@ -20,8 +20,7 @@ import (
 // letter on an invalid regular expression, for good.
 func TestRunRefusesAPoolWithoutPgbusSessionSettings(t *testing.T) {
 	t.Parallel()
-	own := testStore(t)
-	q := newQueue(t, own, nil)
+	_, q := storeAndQueue(t)
 	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)

@@ -65,8 +65,7 @@ func TestRunReturnsWhenItsStoreIsClosed(t *testing.T) {
 // message runs again after its visibility timeout.
 func TestRunReturnsWhenThePoolGivenToNewIsClosed(t *testing.T) {
 	t.Parallel()
-	own := testStore(t)
-	q := newQueue(t, own, nil)
+	_, q := storeAndQueue(t)
 	pool, st := sharedPool(t, 4)
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
