@@ -14,9 +14,7 @@ import (
 // "without its cursor filter".
 func TestRefusedCursorIsNoFilter(t *testing.T) {
 	t.Parallel()
-	st := pgtest.Store(t)
-	q := pgtest.NewQueue(t, st, "dash_cursor")
-	b := newBrowser(t, serve(t, st, serverOpts{}))
+	q, b := browseQueue(t, pgtest.Store(t), "dash_cursor")
 	for _, path := range []string{"/dlq", "/dlq/messages"} {
 		code, page, _ := b.get(path + "?queue=" + q + "&cursor=garbage")
 		if code != http.StatusBadRequest || !strings.Contains(page, "cursor is not valid for this server") || strings.Contains(page, "cursor filter") ||

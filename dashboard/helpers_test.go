@@ -100,6 +100,13 @@ type browser struct {
 	prefix string
 }
 
+// browseQueue makes a queue of st named after name, and a browser of a
+// dashboard serving st with the default options.
+func browseQueue(t *testing.T, st *store.Store, name string) (string, *browser) {
+	t.Helper()
+	return pgtest.NewQueue(t, st, name), newBrowser(t, serve(t, st, serverOpts{}))
+}
+
 func newBrowser(t *testing.T, addr string) *browser { return newBrowserUnder(t, addr, "") }
 
 // newBrowserUnder is newBrowser for a server under the base path prefix.

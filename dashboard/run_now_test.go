@@ -15,8 +15,7 @@ import (
 func TestQueueRunNowButton(t *testing.T) {
 	t.Parallel()
 	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
-	q := pgtest.NewQueue(t, st, "dash_now")
-	b := newBrowser(t, serve(t, st, serverOpts{}))
+	q, b := browseQueue(t, st, "dash_now")
 	if _, page, _ := b.get("/queues/" + q); strings.Contains(page, "/queues/run-now") {
 		t.Fatalf("a queue with nothing retrying offers to run its retries now:\n%s", page)
 	}

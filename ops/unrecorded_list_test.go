@@ -2,7 +2,6 @@ package ops_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -80,20 +79,10 @@ func TestListCountsUnrecordedAttempts(t *testing.T) {
 func TestLiveMessagesCountUnrecordedAttempts(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
-	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	q := newQueue(t, s, nil)
-	id := pgtest.SendLostClaimKind(t, s, q)
-	pgtest.LostClaim(t, s, q, id)
-	got, err := s.Read(ctx, q, time.Minute, 1)
-	if err != nil || len(got) != 1 || got[0].ReadCount != 2 {
-		t.Fatalf("second read: %+v, %v", got, err)
-	}
-	fail := store.Failure{Attempt: 2, Kind: pgtest.LostClaimKind, ErrorClass: "net.OpError", ErrorMessage: "connection refused"}
-	if ids, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: fail, ReadCount: 2, EnqueuedAt: got[0].EnqueuedAt}}); err != nil || len(ids) != 1 {
-		t.Fatalf("retry: %v, %v", ids, err)
-	}
-	page, err := svc.QueueMessages(ctx, ops.QueueMessagesRequest{Queue: q})
+	pgtest.RetryingAfterLostClaim(t, s, q)
+	page, err := svc.QueueMessages(testContext(t), ops.QueueMessagesRequest{Queue: q})
 	if err != nil || len(page.Items) != 1 {
 		t.Fatalf("queue messages: %+v, %v", page, err)
 	}

@@ -73,3 +73,24 @@ func FailUntilDead(tb testing.TB, s *store.Store, queue string, id int64) int64 
 	})
 	return dlqID
 }
+
+// RetryingAfterLostClaim sends queue a message of kind LostClaimKind,
+// loses the claim of its first read (LostClaim), takes it again and
+// records its second attempt's failure, with a retry an hour away: a
+// retrying message whose first attempt left no outcome. It returns the
+// message's id.
+func RetryingAfterLostClaim(tb testing.TB, s *store.Store, queue string) int64 {
+	tb.Helper()
+	ctx := Context(tb)
+	id := SendLostClaimKind(tb, s, queue)
+	LostClaim(tb, s, queue, id)
+	got, err := s.Read(ctx, queue, time.Minute, 1)
+	if err != nil || len(got) != 1 || got[0].ID != id || got[0].ReadCount != 2 {
+		tb.Fatalf("pgtest: the second read of message %d of %s: %+v, %v; want it, read twice", id, queue, got, err)
+	}
+	fail := store.Failure{Attempt: 2, Kind: LostClaimKind, ErrorClass: "net.OpError", ErrorMessage: "connection refused"}
+	if ids, err := s.RetryMany(ctx, queue, []store.RetryItem{{MsgID: id, Delay: time.Hour, Failure: fail, ReadCount: 2, EnqueuedAt: got[0].EnqueuedAt}}); err != nil || len(ids) != 1 {
+		tb.Fatalf("pgtest: record the failure of message %d of %s: %v, %v", id, queue, ids, err)
+	}
+	return id
+}
