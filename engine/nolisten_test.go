@@ -18,15 +18,15 @@ import (
 func TestListenCheckPassesOnADirectConnection(t *testing.T) {
 	t.Parallel()
 	s, q := storeAndQueue(t)
-	var logs pgtest.SyncBuffer
 	var ran atomic.Int64
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.PollInterval = time.Hour
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	app := uniqueName("pgbus_listen")
+	c, logs := loggedClient(t, pgtest.OpenNamedStore(t, app), q, slog.LevelInfo, func(cfg *engine.Config) { cfg.PollInterval = time.Hour })
 	c.HandleQueue(q, func(context.Context, *engine.Job) error { ran.Add(1); return nil })
 	pgtest.Start(t, c)
-	time.Sleep(200 * time.Millisecond) // let the first poll find the queue empty
+	// Once its listener is connected, the client's first read, of the
+	// empty queue, is behind it or under way: only a notification can wake
+	// it for the message.
+	pgtest.Eventually(t, time.Minute, "the client's listener to connect", func() bool { return len(listenerPIDs(t, s, app)) == 1 })
 	pgtest.Send(t, c, q, map[string]int{"n": 1}, engine.SendOptions{})
 	pgtest.Eventually(t, time.Minute, "the message to run, woken by its notification", func() bool { return ran.Load() == 1 })
 	if strings.Contains(logs.String(), "notifications") {
