@@ -141,7 +141,7 @@ func TestPanickingObserverDoesNotStopTheWorker(t *testing.T) {
 	first := pgtest.Send(t, c, q, 1, engine.SendOptions{})
 	second := pgtest.Send(t, c, q, 2, engine.SendOptions{})
 	pgtest.Eventually(t, 20*time.Second, "both messages archived", func() bool { return pgtest.Archived(t, s, q) == 2 })
-	pgtest.Eventually(t, 10*time.Second, "the recorder told of both", func() bool { return len(rec.of(first)) == 1 && len(rec.of(second)) == 1 })
+	pgtest.Eventually(t, time.Minute, "the recorder told of both", func() bool { return len(rec.of(first)) == 1 && len(rec.of(second)) == 1 })
 	if saw, _ := handlerSaw.Load(first); saw != first {
 		t.Errorf("the handler ran in a context without the recorder's value: %v", saw)
 	}

@@ -543,9 +543,9 @@ func TestWorkerRegistry(t *testing.T) {
 		}
 		return nil
 	}
-	pgtest.Eventually(t, 10*time.Second, "the worker registered", func() bool { return find() != nil })
+	pgtest.Eventually(t, time.Minute, "the worker registered", func() bool { return find() != nil })
 	first := find().HeartbeatAt
-	pgtest.Eventually(t, 10*time.Second, "a heartbeat", func() bool { return find().HeartbeatAt.After(first) })
+	pgtest.Eventually(t, time.Minute, "a heartbeat", func() bool { return find().HeartbeatAt.After(first) })
 	w := find()
 	if len(w.Queues) != 1 || w.Queues[0] != q || w.Concurrency != 4 || w.StoppedAt != nil || w.PID == 0 {
 		t.Fatalf("registry row = %+v", w)

@@ -72,7 +72,7 @@ func TestTerminatedSessionsOutageNamesTheAdministrator(t *testing.T) {
 		result <- err
 	}()
 	pid := conn.PgConn().PID()
-	pgtest.Eventually(t, 10*time.Second, "the session sleeping", func() bool {
+	pgtest.Eventually(t, time.Minute, "the session sleeping", func() bool {
 		var sleeping bool
 		err := other.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep')`, pid).Scan(&sleeping)
 		return err == nil && sleeping

@@ -137,7 +137,7 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 	}
 
 	var item ops.DeadItem
-	pgtest.Eventually(t, 10*time.Second, "the message in the DLQ", func() bool {
+	pgtest.Eventually(t, time.Minute, "the message in the DLQ", func() bool {
 		page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: q}})
 		if err != nil || len(page.Items) != 1 {
 			return false
@@ -166,7 +166,7 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 	if err != nil || r.Retried != 1 || !r.OK() || len(r.Moved) != 1 || r.Moved[0].Queue != q {
 		t.Fatalf("retry = %+v, %v", r, err)
 	}
-	pgtest.Eventually(t, 10*time.Second, "the retried message to succeed", func() bool { return succeeded.Load() == 1 && pgtest.Archived(t, s, q) == 1 })
+	pgtest.Eventually(t, time.Minute, "the retried message to succeed", func() bool { return succeeded.Load() == 1 && pgtest.Archived(t, s, q) == 1 })
 	if pgtest.Live(t, s, q+"_dlq") != 0 {
 		t.Fatal("the DLQ still holds the message")
 	}

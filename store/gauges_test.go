@@ -76,7 +76,7 @@ func TestBreakerChanges(t *testing.T) {
 	if c := fail(); c.From != store.BreakerClosed || c.To != store.BreakerOpen || !c.Opened() || c.Failures != 2 || c.OpenUntil.IsZero() {
 		t.Fatalf("second failure: %+v, want closed to open", c)
 	}
-	pgtest.Eventually(t, 10*time.Second, "the probe", func() bool {
+	pgtest.Eventually(t, time.Minute, "the probe", func() bool {
 		v, err := s.AcquireBreaker(ctx, name, time.Minute)
 		return err == nil && v.Probe
 	})

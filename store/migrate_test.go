@@ -261,9 +261,9 @@ func TestMigrationRetriesAfterALockTimeout(t *testing.T) {
 		st, err := s.Migrate(testContext(t))
 		done <- result{st, err}
 	}()
-	pgtest.Eventually(t, 10*time.Second, "the migration to wait for pgbus.workers",
+	pgtest.Eventually(t, time.Minute, "the migration to wait for pgbus.workers",
 		func() bool { return waitersOnWorkers(t, check) > 0 })
-	pgtest.Eventually(t, 10*time.Second, "the migration's first try to time out",
+	pgtest.Eventually(t, time.Minute, "the migration's first try to time out",
 		func() bool { return waitersOnWorkers(t, check) == 0 })
 	select {
 	case r := <-done:
@@ -306,11 +306,11 @@ func TestMigrationStopsWithItsContext(t *testing.T) {
 		done <- err
 	}()
 	// Two tries waited: the first timed out, the second began to wait.
-	pgtest.Eventually(t, 10*time.Second, "the migration to wait for pgbus.workers",
+	pgtest.Eventually(t, time.Minute, "the migration to wait for pgbus.workers",
 		func() bool { return waitersOnWorkers(t, check) > 0 })
-	pgtest.Eventually(t, 10*time.Second, "the migration's first try to time out",
+	pgtest.Eventually(t, time.Minute, "the migration's first try to time out",
 		func() bool { return waitersOnWorkers(t, check) == 0 })
-	pgtest.Eventually(t, 10*time.Second, "the migration's second try to wait",
+	pgtest.Eventually(t, time.Minute, "the migration's second try to wait",
 		func() bool { return waitersOnWorkers(t, check) > 0 })
 	cancel()
 	select {
