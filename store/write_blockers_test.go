@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,12 +55,18 @@ func TestWriteBlockers(t *testing.T) {
 // show granted in pg_locks and have ended, its session idle, by the time
 // pg_stat_activity is read, and a call given up at its bound blamed it.
 // The race is rare (a few in ten thousand looks), so the test looks often
-// while another session alters a queue's table in a loop.
+// while another session alters a queue's table in a loop. Each call has a
+// bound of its own: 12,000 looks on a busy machine take longer than any
+// one bound of the whole test would allow.
 func TestLockHoldersIgnoreEndedTransactions(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
-	ctx := testContext(t)
 	q := newQueue(t, s)
+	call := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return f(ctx)
+	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -70,7 +77,7 @@ func TestLockHoldersIgnoreEndedTransactions(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := s.Pool().Exec(ctx, alter); err != nil {
+			if err := call(func(ctx context.Context) error { _, err := s.Pool().Exec(ctx, alter); return err }); err != nil {
 				t.Errorf("%s: %v", alter, err)
 				return
 			}
@@ -78,7 +85,8 @@ func TestLockHoldersIgnoreEndedTransactions(t *testing.T) {
 	}()
 	defer func() { close(stop); <-done }()
 	for i := 0; i < 12000; i++ {
-		held, _, err := s.LockHolders(ctx, time.Second)
+		var held string
+		err := call(func(ctx context.Context) (err error) { held, _, err = s.LockHolders(ctx, time.Second); return err })
 		if err != nil || strings.Contains(held, q) {
 			t.Fatalf("look %d while another session alters %s in short transactions: %q, %v; want no holder named", i, q, held, err)
 		}
