@@ -225,7 +225,7 @@ func (n *Notifier) check(ctx context.Context, lease *store.Lease) *store.Lease {
 		}
 	}
 	if lease == nil {
-		l, err := n.st.TryLead(ctx, store.ElectionAlerts)
+		l, err := n.st.TryLeadRenewing(ctx, store.ElectionAlerts)
 		if err != nil {
 			if ctx.Err() == nil {
 				n.log.Warn("pgbus alerts: could not take part in the election of the alerting process; trying again at the next check", "err", err)

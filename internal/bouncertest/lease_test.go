@@ -51,3 +51,40 @@ func TestLeaseThroughBouncer(t *testing.T) {
 		won.Release(ctx)
 	}
 }
+
+// TestLeaseLetsBouncerPause: PgBouncer's PAUSE waits until every server
+// connection of the database is released, holding every client's new
+// transaction meanwhile. A lease held in one transaction for as long as
+// the process leads (the alerting process leads for as long as it runs)
+// was never released, so PAUSE, taken for a failover or a restart of
+// PostgreSQL, never finished, and every application behind the pooler
+// waited with it. The lease ends its transaction and begins another
+// every second, and leads again once the pooler resumes.
+func TestLeaseLetsBouncerPause(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	b := bouncertest.Start(t, dbURL)
+	ctx := pgtest.Context(t)
+	a := openStore(t, b.URL())
+
+	lease, err := a.TryLeadRenewing(ctx, store.ElectionAlerts)
+	if err != nil || lease == nil {
+		t.Fatalf("the first process through pgbouncer did not win a free election: %v, %v", lease, err)
+	}
+	defer lease.Release(ctx)
+	// Fails the test when PAUSE does not finish within its minute.
+	b.Pause(t)
+	b.Resume(t)
+	if err := lease.Check(ctx); err != nil {
+		t.Fatalf("the lease, after the pooler paused and resumed: %v; want it still held", err)
+	}
+	var holders int
+	if err := pgtest.OpenStore(t, dbURL).Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND ((classid::bigint << 32) | objid::bigint) = $1`, int64(store.ElectionAlerts)).Scan(&holders); err != nil {
+		t.Fatal(err)
+	}
+	if holders != 1 {
+		t.Errorf("%d sessions hold the election's lock after the pooler resumed; want the lease's one", holders)
+	}
+}
