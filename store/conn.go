@@ -265,6 +265,15 @@ func hint(err error, cl *closing) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, "stmtcache_") &&
 		!strings.Contains(err.Error(), "max_prepared_statements") { // said once
+		var fb *stmtFallback
+		if cl != nil {
+			fb = cl.fallback
+		}
+		if fb.trip() {
+			return fmt.Errorf("%w; a connection pooler in transaction mode (PgBouncer) between pgbus and PostgreSQL does not keep prepared statements: "+
+				"this process makes its connections without them from now on; add default_query_exec_mode=cache_describe to the database URL, "+
+				"or on PgBouncer 1.21+ set max_prepared_statements, so that it starts so", err)
+		}
 		return fmt.Errorf("%w; a connection pooler in transaction mode (PgBouncer) between pgbus and PostgreSQL does not keep prepared statements: "+
 			"add default_query_exec_mode=cache_describe to the database URL, or on PgBouncer 1.21+ set max_prepared_statements", err)
 	}

@@ -229,7 +229,16 @@ func OpenLazyFrom(url, app string, again URLSource) (*Store, error) {
 	var r *reread
 	if again != nil {
 		r = newReread(url, cfg.ConnConfig, again)
-		cfg.BeforeConnect = r.apply
+	}
+	fb := &stmtFallback{}
+	cfg.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
+		if r != nil {
+			if err := r.apply(ctx, cc); err != nil {
+				return err
+			}
+		}
+		fb.apply(cc)
+		return nil
 	}
 	// NewWithConfig makes its connections in the background (those of
 	// pool_min_conns), so it waits for no server.
@@ -238,9 +247,46 @@ func OpenLazyFrom(url, app string, again URLSource) (*Store, error) {
 		return nil, fmt.Errorf("store: open pool: %w", err)
 	}
 	s := New(pool)
+	fb.pool = pool
+	s.closing.fallback = fb
 	s.sockets = socks
 	s.reread = r
 	return s, nil
+}
+
+// stmtFallback makes the connections of a Store that Open made without
+// named prepared statements (pgx's cache_describe mode) once one of its
+// statements met the mark of a connection pooler in transaction mode that
+// does not keep them (PgBouncer before 1.21, or without
+// max_prepared_statements): a process started behind one without
+// default_query_exec_mode in its URL failed one statement in many for as
+// long as it ran, its workers' outcomes among them, so that jobs ran
+// again. A URL that sets another mode than pgx's default keeps it.
+type stmtFallback struct {
+	on   atomic.Bool
+	pool *pgxpool.Pool
+}
+
+// apply sets cc's mode, for a connection about to be made, once the
+// fallback is on.
+func (f *stmtFallback) apply(cc *pgx.ConnConfig) {
+	if f.on.Load() && cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		cc.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+}
+
+// trip turns the fallback on, the first time closing the pool's
+// connections (those in use once released), whose statement caches name
+// statements the pooler does not keep; it reports whether f falls back,
+// false for a nil f (a Store made by New over a pool of the caller's).
+func (f *stmtFallback) trip() bool {
+	if f == nil || f.pool == nil {
+		return false
+	}
+	if f.on.CompareAndSwap(false, true) && f.pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		f.pool.Reset()
+	}
+	return f.pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
 }
 
 // DefaultMaxConns is how many connections the pool of a Store that Open
@@ -585,6 +631,9 @@ type closing struct {
 	once    sync.Once
 	ch      chan struct{}
 	byClose atomic.Bool // Close was called
+	// fallback is the Store's, set by Open: its statements' errors
+	// (poolerHint) trip it.
+	fallback *stmtFallback
 }
 
 func (c *closing) close() { c.once.Do(func() { close(c.ch) }) }

@@ -93,3 +93,42 @@ func concurrently(n int, read func() error) []error {
 	wg.Wait()
 	return errs
 }
+
+// TestDefaultExecModeFallsBack: a process started through PgBouncer in
+// transaction mode without default_query_exec_mode (a worker whose start
+// happened to meet no other client's statement) failed one statement in
+// many for as long as it ran, its jobs' outcomes among them, so that jobs
+// ran again. Once one of its statements meets the pooler's mark, the
+// process makes its connections without named statements, as the URL
+// parameter would, and its statements work from then on.
+func TestDefaultExecModeFallsBack(t *testing.T) {
+	t.Parallel()
+	b := bouncertest.StartPool(t, pgtest.URL(t), 1)
+	url := pgtest.WithParam(t, strings.Replace(b.URL(), "&"+bouncertest.SafeExecMode, "", 1), "pool_max_conns", "1")
+	s, other := openStore(t, url), openStore(t, url)
+	q := pgtest.NewQueue(t, pgtest.Store(t), "bf")
+	ctx := pgtest.Context(t)
+	var first []error
+	for range 20 {
+		for _, st := range []*store.Store{s, other} {
+			if _, err := st.IsEmpty(ctx, q); err != nil {
+				first = append(first, err)
+			}
+		}
+	}
+	if len(first) == 0 {
+		t.Fatal("no statement failed through PgBouncer in transaction mode with pgx's default exec mode; check the bouncer's max_prepared_statements")
+	}
+	for _, err := range first {
+		if !strings.Contains(err.Error(), "default_query_exec_mode=cache_describe") {
+			t.Errorf("error without the advice: %v", err)
+		}
+	}
+	for i := range 100 {
+		for _, st := range []*store.Store{s, other} {
+			if _, err := st.IsEmpty(ctx, q); err != nil {
+				t.Fatalf("read %d after the first %d failed, on statements the pooler does not keep: %v", i, len(first), err)
+			}
+		}
+	}
+}
