@@ -1,10 +1,14 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -54,5 +58,40 @@ func TestPoolGivingUpIsUnreachable(t *testing.T) {
 	}
 	if !errors.Is(err, raw) {
 		t.Error("the pool's error is no longer wrapped")
+	}
+}
+
+// A server (PgBouncer killed, restarting) that takes the connection and
+// drops it as the client asks for TLS, under sslmode=prefer, then refuses
+// the try without TLS: the advice is to check that the server runs, where
+// it was to check the server's certificate, which had nothing to do with it.
+func TestConnectAdviceOfAConnectionCutAtTLS(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	go func() {
+		c, err := ln.Accept()
+		_ = ln.Close() // the try without TLS is refused
+		if err != nil {
+			return
+		}
+		_, _ = io.ReadFull(c, make([]byte, 8)) // the SSLRequest
+		_ = c.(*net.TCPConn).SetLinger(0)      // a reset, as a process killed
+		_ = c.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = pgconn.Connect(ctx, fmt.Sprintf("postgres://u@127.0.0.1:%d/db?sslmode=prefer&connect_timeout=10", addr.Port))
+	if err == nil {
+		t.Fatal("connected to a server that dropped the connection")
+	}
+	if !strings.Contains(err.Error(), "tls error") {
+		t.Fatalf("the connection's error does not come from the TLS request: %v", err)
+	}
+	if got := connectAdvice(err); strings.Contains(got, "certificate") || !strings.Contains(got, "check that the server is running") {
+		t.Errorf("advice for a connection cut as it asked for TLS (%v): %q; want to check that the server runs", err, got)
 	}
 }

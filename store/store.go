@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	neturl "net/url"
 	"os"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -526,7 +528,7 @@ func connectAdvice(err error) string {
 		if strings.Contains(err.Error(), "server refused TLS connection") {
 			return "the server offers no TLS, which the database URL's sslmode (require, verify-ca or verify-full) asks for: enable TLS on the server (ssl = on, with its certificate), or, on a network you trust, set sslmode=prefer or sslmode=disable in the database URL"
 		}
-		if strings.Contains(err.Error(), "tls error") {
+		if strings.Contains(err.Error(), "tls error") && !cutAtTLS(err) {
 			return "the TLS handshake with the server failed: check the server's certificate against the database URL's sslmode and sslrootcert (verify-ca and verify-full check it against the authorities sslrootcert names; verify-full also its host name)"
 		}
 		if pgconn.Timeout(err) {
@@ -554,6 +556,15 @@ func connectAdvice(err error) string {
 		return fmt.Sprintf("the server ended the connection's first statements by its %s, set for the role or database, which is too short for any call: raise it for the role pgbus uses (ALTER ROLE <role> SET %s = ...), or set it to 0", setting, setting)
 	}
 	return "the server answered but refused the connection: check the database URL"
+}
+
+// cutAtTLS reports whether err, a connection's failure that went through
+// its TLS request, says the connection was cut or refused (the server,
+// or PgBouncer in front of it, killed or restarting) rather than that the
+// handshake failed: a certificate says nothing of that.
+func cutAtTLS(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // New wraps an existing pool. The caller keeps ownership of the pool's
