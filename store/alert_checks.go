@@ -81,7 +81,7 @@ func (s *Store) RecordAlertCheck(ctx context.Context, c AlertCheck) error {
 		INSERT INTO pgbus.alert_checks (checked_at, status, reasons) VALUES ($1, $2, $3::text::jsonb)
 		ON CONFLICT (only_row) DO UPDATE SET checked_at = excluded.checked_at, status = excluded.status, reasons = excluded.reasons
 		WHERE alert_checks.checked_at < excluded.checked_at`,
-		c.At, c.Status, string(reasons))
+		c.At, c.Status, jsonbText(reasons))
 	if err != nil {
 		return fmt.Errorf("store: record the alert check: %w", err)
 	}

@@ -199,7 +199,7 @@ func boundedJSON(raw json.RawMessage) string {
 	if len(raw) > maxAuditJSON {
 		return fmt.Sprintf(`{"truncated": true, "bytes": %d}`, len(raw))
 	}
-	return string(raw)
+	return jsonbText(raw)
 }
 
 // ListAudit returns audit entries newest first; cursor is the NextCursor of

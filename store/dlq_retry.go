@@ -57,7 +57,7 @@ func (s *Store) CheckCorrectedPayload(ctx context.Context, p json.RawMessage) er
 	if err := validateRetryPayload(p, 1); err != nil {
 		return err
 	}
-	_, err := s.reads.Exec(ctx, `SELECT $1::text::jsonb IS NULL`, string(p))
+	_, err := s.reads.Exec(ctx, `SELECT $1::text::jsonb IS NULL`, jsonbText(p))
 	if e := correctedUnstorable(err); e != nil {
 		return e
 	}
@@ -846,7 +846,7 @@ func sqlDeadRetryKey(target string) string {
 func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline, notify bool) (string, []any) {
 	var p any
 	if len(payload) > 0 {
-		p = string(payload)
+		p = jsonbText(payload)
 	}
 	args := []any{r.id, p, target, r.dlq}
 	headers, from := sqlDeadRetryHeaders, "d"

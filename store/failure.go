@@ -49,7 +49,7 @@ func (d FailureDetail) json() *string {
 		return nil
 	}
 	b, _ := json.Marshal(d) // strings and numbers only: it cannot fail
-	s := string(b)
+	s := jsonbText(b)
 	return &s
 }
 

@@ -339,9 +339,9 @@ func (s *Store) SendBatch(ctx context.Context, queue string, msgs []NewMessage) 
 	notify := false
 	for i, m := range msgs {
 		delays[i] = m.Delay.Microseconds()
-		payloads[i] = string(m.Payload)
+		payloads[i] = jsonbText(m.Payload)
 		if len(m.Headers) > 0 {
-			h := string(m.Headers)
+			h := jsonbText(m.Headers)
 			headers[i] = &h
 		}
 		notify = notify || m.Delay == 0
@@ -448,10 +448,10 @@ func keyLockSQL(queue, key string) string {
 func sendOneKeyed(ctx context.Context, tx pgx.Tx, queue string, m NewMessage) (id int64, found bool, err error) {
 	var h *string
 	if len(m.Headers) > 0 {
-		str := string(m.Headers)
+		str := jsonbText(m.Headers)
 		h = &str
 	}
-	sql, args := insertSQL(queue, m.Delay == 0, []int64{m.Delay.Microseconds()}, []string{string(m.Payload)}, []*string{h})
+	sql, args := insertSQL(queue, m.Delay == 0, []int64{m.Delay.Microseconds()}, []string{jsonbText(m.Payload)}, []*string{h})
 	if m.IdempotencyKey == "" {
 		return id, false, tx.QueryRow(ctx, sql, args...).Scan(&id)
 	}

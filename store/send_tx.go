@@ -356,10 +356,10 @@ type txGroup struct {
 func (g *txGroup) add(i int, m NewMessage) {
 	g.at = append(g.at, i)
 	g.delays = append(g.delays, m.Delay.Microseconds())
-	g.payloads = append(g.payloads, string(m.Payload))
+	g.payloads = append(g.payloads, jsonbText(m.Payload))
 	var h *string
 	if len(m.Headers) > 0 {
-		str := string(m.Headers)
+		str := jsonbText(m.Headers)
 		h = &str
 	}
 	g.headers = append(g.headers, h)

@@ -367,3 +367,60 @@ func TestFailuresOfALatin1Database(t *testing.T) {
 		t.Fatalf("a breaker's failure with an error LATIN1 cannot hold: %v", err)
 	}
 }
+
+// In a SQL_ASCII database, which refuses a JSON \u escape of any character
+// past ASCII, what pgbus writes as JSON is written all the same: the
+// output a failure keeps (where Go's JSON escapes U+2028 and U+2029, and a
+// dead letter was refused for ever, its worker retrying the write), an
+// audit entry, and payloads and headers sent with escapes, which read back
+// as the characters they escape.
+func TestJSONOfASQLASCIIDatabase(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewSQLASCIIDatabase(t))
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids, err := s.SendBatch(ctx, q, []store.NewMessage{
+		{Payload: json.RawMessage(`{"v": "\u20ac \ud83d\ude00 \u00e9 \\u00e9"}`), Headers: json.RawMessage(`{"x": "a\u2028b"}`)},
+		{Payload: json.RawMessage(`{}`)},
+	})
+	if err != nil {
+		t.Fatalf("send of escaped characters: %v; want them stored", err)
+	}
+	msgs, err := s.Read(ctx, q, time.Minute, 2)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("read %+v, %v; want 2 messages", msgs, err)
+	}
+	var got struct{ V, X string }
+	if err := json.Unmarshal(msgs[0].Payload, &got); err != nil || got.V != `€ 😀 é \u00e9` {
+		t.Errorf("payload read back %s (%v); want the characters its escapes name", msgs[0].Payload, err)
+	}
+	if err := json.Unmarshal(msgs[0].Headers, &got); err != nil || got.X != "a\u2028b" {
+		t.Errorf("headers read back %s (%v); want the character the escape names", msgs[0].Headers, err)
+	}
+
+	out := "line one\u2028line two\u2029 é 😀"
+	if _, err := s.RetryMany(ctx, q, []store.RetryItem{{MsgID: ids[1], Failure: store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "failed",
+		Detail: store.FailureDetail{Output: out, OutputSource: "stderr"}}}}); err != nil {
+		t.Fatalf("retry with output holding U+2028: %v; want it written", err)
+	}
+	moved, err := s.DeadLetterMany(ctx, q, store.DLQName(q), store.SourceWorker, []store.DeadLetterItem{{MsgID: ids[0], Reason: store.ReasonNonRetryable, MaxRetries: 5,
+		Failure: &store.Failure{Attempt: 1, ErrorClass: "E", ErrorMessage: "failed: " + out, Detail: store.FailureDetail{Output: out, OutputSource: "stderr"}}}})
+	if err != nil || len(moved) != 1 {
+		t.Fatalf("dead-letter with output holding U+2028: %v, %v; want it written", moved, err)
+	}
+	hist, err := s.FailureHistory(ctx, store.DLQName(q), moved[0].DLQMsgID)
+	if err != nil || len(hist) != 1 || hist[0].Detail.Output != out {
+		t.Fatalf("history %+v, %v; want the one failure with its output whole", hist, err)
+	}
+	if err := s.CheckCorrectedPayload(ctx, json.RawMessage(`{"v": "\u00e9"}`)); err != nil {
+		t.Fatalf("check of a corrected payload holding an escape: %v; want it passed", err)
+	}
+	rep, err := s.RetryDead(ctx, store.DLQName(q), []int64{moved[0].DLQMsgID}, store.RetryOptions{Payload: json.RawMessage(`{"v": "\u00e9"}`)})
+	if err != nil || rep.Retried != 1 {
+		t.Fatalf("retry with a corrected payload holding an escape: %+v, %v; want it retried", rep, err)
+	}
+	if err := s.RecordAudit(ctx, store.AuditEntry{Client: "cli", Transport: "cli", Tool: "send",
+		Arguments: json.RawMessage(`{"headers": {"x": "a\u2028b \u00e9"}}`), Result: json.RawMessage(`{"error": "x\u2029"}`)}); err != nil {
+		t.Fatalf("audit entry holding escapes: %v; want it recorded", err)
+	}
+}

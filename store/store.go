@@ -701,10 +701,10 @@ func (s *Store) RefusedMessage(ctx context.Context, msgs []NewMessage) int {
 	for _, m := range msgs {
 		var h *string
 		if len(m.Headers) > 0 {
-			str := string(m.Headers)
+			str := jsonbText(m.Headers)
 			h = &str
 		}
-		b.Queue(`SELECT $1::text::jsonb IS NULL, $2::text::jsonb IS NULL`, string(m.Payload), h)
+		b.Queue(`SELECT $1::text::jsonb IS NULL, $2::text::jsonb IS NULL`, jsonbText(m.Payload), h)
 	}
 	refused := -1
 	_ = s.diagnose(ctx, "name the message PostgreSQL refuses", func(q querier) error {

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -115,4 +117,57 @@ func CheckValueText(v any) string {
 		}
 	}
 	return ""
+}
+
+// jsonbText is JSON text b as pgbus hands it to PostgreSQL: every \u escape
+// of a character past ASCII written as the character itself, in UTF-8, a
+// surrogate pair as the one character it encodes. The JSON is the same
+// value, and the same jsonb in every database, but a database in
+// SQL_ASCII reads no such escape (PostgreSQL has no conversion to it and
+// refuses the whole statement), while it stores a character's bytes as
+// they come; encoding/json escapes U+2028 and U+2029 in every text it
+// writes. Escapes PostgreSQL refuses anyway (\u0000, half a surrogate
+// pair; CheckJSONText) are left as they are, as are the other escapes.
+func jsonbText(b []byte) string {
+	if !bytes.Contains(b, []byte(`\u`)) {
+		return string(b)
+	}
+	// From the first backslash: the first \u may be the end of an escaped
+	// backslash.
+	i := bytes.IndexByte(b, '\\')
+	out := make([]byte, 0, len(b))
+	out = append(out, b[:i]...)
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c != '\\' || i+1 >= len(b) {
+			out = append(out, c)
+			continue
+		}
+		if b[i+1] != 'u' {
+			// Another escape, such as \\ before a u that escapes nothing.
+			out = append(out, c, b[i+1])
+			i++
+			continue
+		}
+		r, ok := hex4(b, i+2)
+		n := 6
+		if ok && utf16.IsSurrogate(r) {
+			lo, isLow := rune(0), false
+			if i+11 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+				lo, isLow = hex4(b, i+8)
+			}
+			r, n = utf16.DecodeRune(r, lo), 12
+			if !isLow || r == utf8.RuneError {
+				ok = false
+			}
+		}
+		if !ok || r < utf8.RuneSelf {
+			out = append(out, c, b[i+1])
+			i++
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+		i += n - 1
+	}
+	return string(out)
 }

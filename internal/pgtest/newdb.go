@@ -61,6 +61,15 @@ func NewLatin1Database(tb testing.TB) string {
 	return newDatabase(tb, " TEMPLATE template0 ENCODING 'LATIN1' LOCALE 'C'")
 }
 
+// NewSQLASCIIDatabase is NewDatabase in the encoding SQL_ASCII, as old
+// databases and some DBAs' templates are: it stores the bytes a client
+// sends as they come, and refuses a JSON \u escape of any character past
+// ASCII, which it cannot convert.
+func NewSQLASCIIDatabase(tb testing.TB) string {
+	tb.Helper()
+	return newDatabase(tb, " TEMPLATE template0 ENCODING 'SQL_ASCII' LOCALE 'C'")
+}
+
 // newDatabase creates a database with the options of CREATE DATABASE opts,
 // dropped when the test ends, and returns its URL.
 func newDatabase(tb testing.TB, opts string) string {
