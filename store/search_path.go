@@ -76,10 +76,22 @@ const shadowingSQL = `
 // every dead letter would fail on an invalid regular expression) and
 // client_encoding UTF8 (Go's strings). One statement, at the schema
 // check, not per connection: every connection of a pool is made alike.
+//
+// It also refuses session_replication_role = replica, which only a
+// superuser sets, for a role or a database as for a replication tool's
+// sessions: under it PostgreSQL fires no ordinary trigger, and the
+// triggers that count each DLQ's dead letters would count none of those
+// this role's sessions dead-letter, retry or discard.
 func checkSessionSettings(ctx context.Context, tx pgx.Tx) error {
-	var scs, encoding string
-	if err := tx.QueryRow(ctx, `SELECT pg_catalog.current_setting('standard_conforming_strings'), pg_catalog.current_setting('client_encoding')`).Scan(&scs, &encoding); err != nil {
+	var scs, encoding, replication, source, role, dbname string
+	if err := tx.QueryRow(ctx, `SELECT pg_catalog.current_setting('standard_conforming_strings'), pg_catalog.current_setting('client_encoding'),
+		       pg_catalog.current_setting('session_replication_role'),
+		       (SELECT g.source FROM pg_catalog.pg_settings g WHERE g.name OPERATOR(pg_catalog.=) 'session_replication_role'),
+		       SESSION_USER::pg_catalog.text, pg_catalog.current_database()::pg_catalog.text`).Scan(&scs, &encoding, &replication, &source, &role, &dbname); err != nil {
 		return fmt.Errorf("store: check the session's settings: %w", err)
+	}
+	if replication == "replica" {
+		return replicaSessions(source, role, dbname)
 	}
 	var wrong, need []string
 	if scs != "on" {
@@ -218,4 +230,29 @@ func splitPath(setting string) []string {
 		}
 	}
 	return append(parts, setting[start:])
+}
+
+// replicaSessions is the refusal of sessions run with
+// session_replication_role = replica, set by source (as pg_settings says)
+// for role on database dbname: what would go wrong, and the statement
+// that resets it where it is set.
+func replicaSessions(source, role, dbname string) error {
+	r, d := pgx.Identifier{role}.Sanitize(), pgx.Identifier{dbname}.Sanitize()
+	var fix string
+	switch source {
+	case "client":
+		fix = "leave it out where the connection asks for it (the database URL's options, or PGOPTIONS)"
+	case "user":
+		fix = "have a superuser reset it for this role: ALTER ROLE " + r + " RESET session_replication_role"
+	case "database":
+		fix = "have a superuser reset it for this database: ALTER DATABASE " + d + " RESET session_replication_role"
+	case "database user":
+		fix = "have a superuser reset it for this role on this database: ALTER ROLE " + r + " IN DATABASE " + d + " RESET session_replication_role"
+	default:
+		fix = "have a superuser set it back to origin where it is set (" + source + ", as pg_settings says), or give pgbus a role of its own: ALTER ROLE " + r + " SET session_replication_role = origin"
+	}
+	return &kindError{kind: ErrSessionSettings, msg: fmt.Sprintf(
+		"the session's session_replication_role is replica, under which PostgreSQL fires no ordinary trigger: "+
+			"the triggers that count each DLQ's dead letters would miss every message this role dead-letters, retries or discards, "+
+			"and the summary, health, metrics and alerts would not show them; nothing was read or written; %s", fix)}
 }

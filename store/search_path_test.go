@@ -117,3 +117,46 @@ func TestSearchPathWithoutShadowsIsAccepted(t *testing.T) {
 		t.Errorf("search_path ext, pg_catalog, public, ext shadowing nothing: CheckSchema %v, Migrate %v; want both accepted", checkErr, migrateErr)
 	}
 }
+
+// A session under session_replication_role = replica, which a superuser
+// may set for a role or database, fires none of the triggers that count
+// dead letters: every dead letter would be missing from the summary,
+// health, metrics and alerts. It is refused at the schema check, and by
+// Migrate, naming the setting and the statement that resets it where it
+// is set.
+func TestReplicaSessionReplicationRoleIsRefused(t *testing.T) {
+	t.Parallel()
+	url := pgtest.NewDatabase(t)
+	s := pgtest.OpenStore(t, url)
+	q := newQueue(t, s)
+	var db string
+	if err := s.Pool().QueryRow(testContext(t), `SELECT current_database()`).Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, url, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET session_replication_role = 'replica'")
+
+	checkErr, migrateErr := openChecked(t, url)
+	for what, err := range map[string]error{"CheckSchema": checkErr, "Migrate": migrateErr} {
+		if !errors.Is(err, store.ErrSessionSettings) {
+			t.Errorf("%s under session_replication_role = replica: %v; want ErrSessionSettings", what, err)
+			continue
+		}
+		msg := err.Error()
+		for _, want := range []string{"session_replication_role is replica", "triggers", "ALTER DATABASE " + pgx.Identifier{db}.Sanitize() + " RESET session_replication_role"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s's error does not say %q: %s", what, want, msg)
+			}
+		}
+	}
+
+	// Reset, the same database works again, its dead letters counted.
+	pgtest.Exec(t, url, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" RESET session_replication_role")
+	if checkErr, migrateErr := openChecked(t, url); checkErr != nil || migrateErr != nil {
+		t.Fatalf("after the reset: CheckSchema %v, Migrate %v; want both accepted", checkErr, migrateErr)
+	}
+	pgtest.DeadLetter(t, pgtest.OpenStore(t, url), q, pgtest.DeadSpec{Message: "boom"})
+	groups, err := s.SummarizeDead(testContext(t), store.DeadFilter{Queue: q})
+	if err != nil || len(groups) != 1 || groups[0].Count != 1 {
+		t.Fatalf("summary %+v, %v; want the one dead letter counted", groups, err)
+	}
+}
