@@ -785,6 +785,10 @@ func (s *Service) QueueCreate(ctx context.Context, req QueueCreateRequest) (out 
 // mayNotCreate is the error of a queue whose tables the role may not
 // create: err, the refusal, with the role that may.
 func (s *Service) mayNotCreate(ctx context.Context, queue string, err error) error {
+	if why := s.store.RefusedByEventTrigger(ctx, err); why != "" {
+		return &Error{Msg: fmt.Sprintf("queue %q does not exist, and its creation was refused (%v): %s", queue, err, why),
+			Err: errors.Join(store.ErrPermission, err), Hints: []Hint{hint(OpQueueCreate, "once the function may do what it does", "queue", queue)}}
+	}
 	owner := "the role that owns schema pgmq"
 	if name, oerr := s.store.SchemaOwner(ctx, "pgmq"); oerr == nil {
 		owner += " (" + name + ")"

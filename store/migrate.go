@@ -229,6 +229,9 @@ func (s *Store) mayNotMigrate(ctx context.Context, checked, err error) error {
 	if err == nil || !IsPermissionDenied(err) {
 		return err
 	}
+	if why := s.RefusedByEventTrigger(ctx, err); why != "" {
+		return fmt.Errorf("%w; the migration was refused: %w; %s", checked, err, why)
+	}
 	return fmt.Errorf("%w, which the role %s may not do: %w; %s", checked, cmp.Or(s.User(), "<role>"), err, s.migrator(ctx))
 }
 
