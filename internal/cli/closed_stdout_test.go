@@ -133,3 +133,18 @@ func TestFullStdoutIsNotADatabaseOutage(t *testing.T) {
 		t.Errorf("queues to a full disk: exit %d, error %+v; want 1, kind failed, no next step", code, e)
 	}
 }
+
+// A write command's help runs nothing: cut short (| head, a full disk), it
+// is not said to have run, with the audit log to see what it did.
+func TestCutHelpOfAWriteSaysNothingRan(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	code, stderr := runClosedStdout(t, d, "", "dlq", "retry", "--help")
+	if code != 1 || strings.Contains(stderr, "ran all the same") || strings.Contains(stderr, "audit") {
+		t.Errorf("dlq retry --help with stdout closed: exit %d, stderr %q; want 1 and nothing said of a retry", code, stderr)
+	}
+	code, stderr = runFullStdout(t, d, "dlq", "discard", "--help")
+	if code != 1 || strings.Contains(stderr, "ran all the same") || strings.Contains(stderr, "audit") || !strings.Contains(stderr, "no space left on device") {
+		t.Errorf("dlq discard --help to a full disk: exit %d, stderr %q; want 1, the disk full, and nothing said of a discard", code, stderr)
+	}
+}

@@ -68,11 +68,28 @@ func outputFailed(cmd *cobra.Command, err, werr, raw error) (error, bool) {
 	default:
 		return err, true // the command's own failure, which says more
 	}
+	if helped(cmd) {
+		// A command's help ran nothing, whatever the command does.
+		if errors.Is(werr, syscall.EPIPE) {
+			return nil, false
+		}
+		return fmt.Errorf("%v; the help of %s is not all written", werr, cmd.CommandPath()), true
+	}
 	op := auditedOp(cmd)
 	if op == "" && errors.Is(werr, syscall.EPIPE) {
 		return status, false
 	}
 	return unwritten{werr: werr, status: status, cmd: cmd.CommandPath(), op: op}, true
+}
+
+// helped reports whether cmd was asked for its help (--help) rather than
+// run.
+func helped(cmd *cobra.Command) bool {
+	if cmd == nil {
+		return false
+	}
+	help, err := cmd.Flags().GetBool("help")
+	return err == nil && help
 }
 
 // nextSteps are the next steps of err: the operations layer's, and for a
