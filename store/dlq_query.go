@@ -120,11 +120,16 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 		return nil, err
 	}
 	add := func(cond string, v any) { q.conds = append(q.conds, fmt.Sprintf(cond, q.arg(v))) }
+	// Error classes and messages are stored fitted to the database's
+	// encoding (textFit: in LATIN1, Ошибка as \u041e...): they are searched
+	// for as stored, so that the text a handler gave finds its dead
+	// letters rather than being refused as characters the encoding lacks.
+	fit := s.textFit(ctx)
 	if f.Kind != "" {
 		add(sqlDeadKind+` = %s`, f.Kind)
 	}
 	if f.ErrorClass != "" {
-		add(sqlDeadBlock+`->>'error_class' = %s`, f.ErrorClass)
+		add(sqlDeadBlock+`->>'error_class' = %s`, fit.apply(f.ErrorClass))
 	}
 	switch f.Reason {
 	case "":
@@ -144,7 +149,7 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 		q.group = fmt.Sprintf("$%d", len(q.args))
 	}
 	if f.Text != "" {
-		add(sqlDeadBlock+`->>'error_message' ILIKE %s ESCAPE E'\\'`, "%"+deadEscapeLike(f.Text)+"%")
+		add(sqlDeadBlock+`->>'error_message' ILIKE %s ESCAPE E'\\'`, "%"+deadEscapeLike(fit.apply(f.Text))+"%")
 		q.text = q.conds[len(q.conds)-1]
 	}
 	return q, nil

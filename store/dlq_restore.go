@@ -141,6 +141,7 @@ func (s *Store) ListDiscarded(ctx context.Context, dlq string, f DiscardedFilter
 	if after != nil && after.Q != name {
 		return page, errBadCursor
 	}
+	f.ErrorClass = s.textFit(ctx).apply(f.ErrorClass) // as stored (textFit)
 	sql, args := listDiscardedSQL(name, f, after, limit)
 	rows, err := s.reads.Query(ctx, sql, args...)
 	if err != nil {

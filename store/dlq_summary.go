@@ -439,7 +439,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total, messages, smaller, smaller_messages FROM w
 		WHERE ($6::bigint IS NULL OR n <= $6)
 		  AND n >= coalesce((SELECT n FROM g WHERE $6::bigint IS NULL OR n < $6 ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
-		dlqs, opt(f.Kind), opt(f.ErrorClass), MaxDeadGroups-1, opt(f.Reason), below)
+		dlqs, opt(f.Kind), opt(fitOf(tx.Conn()).apply(f.ErrorClass)), MaxDeadGroups-1, opt(f.Reason), below)
 	if err != nil {
 		return nil, deadTotals{}, err
 	}

@@ -54,6 +54,7 @@ func (s *Store) ListHandlerDiscarded(ctx context.Context, queue string, f Discar
 	if err != nil {
 		return page, err
 	}
+	f.ErrorClass = s.textFit(ctx).apply(f.ErrorClass) // as stored (textFit)
 	sql, args := listHandlerDiscardedSQL(tables, f, after, limit)
 	rows, err := s.reads.Query(ctx, sql, args...)
 	if err != nil {

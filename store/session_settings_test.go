@@ -424,3 +424,40 @@ func TestJSONOfASQLASCIIDatabase(t *testing.T) {
 		t.Fatalf("audit entry holding escapes: %v; want it recorded", err)
 	}
 }
+
+// In a LATIN1 database, a filter on error text or class finds the dead
+// letters whose failure held characters LATIN1 cannot hold, kept as
+// escapes: searched as the handler said it (Ошибка), not refused as a
+// character the database has no room for. The summary and a bulk move by
+// the same filter take the same messages.
+func TestFiltersOfALatin1Database(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewLatin1Database(t))
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	ids := pgtest.DeadLetter(t, s, q,
+		pgtest.DeadSpec{Message: "Zahlung abgelehnt: Ошибка платежа 😀", Class: "Fehler—ü"},
+		pgtest.DeadSpec{Message: "Zahlung abgelehnt: timeout", Class: "Fehler"})
+	for _, f := range []store.DeadFilter{
+		{Queue: q, Text: "Ошибка платежа"},
+		{Queue: q, Text: "😀"},
+		{Queue: q, ErrorClass: "Fehler—ü"},
+		{Text: "Ошибка", ErrorClass: "Fehler—ü"},
+	} {
+		page, err := s.ListDead(ctx, f, "", 10)
+		if err != nil || len(page.Items) != 1 {
+			t.Errorf("list by %+v: %d messages, %v; want the one whose failure held it", f, len(page.Items), err)
+		}
+		groups, err := s.SummarizeDead(ctx, f)
+		if err != nil || len(groups) != 1 || groups[0].Count != 1 {
+			t.Errorf("summary by %+v: %+v, %v; want one group of one", f, groups, err)
+		}
+	}
+	if n, err := s.DiscardDead(ctx, store.DLQName(q), ids); err != nil || n != 2 {
+		t.Fatalf("discard: %d, %v; want 2", n, err)
+	}
+	page, err := s.ListDiscarded(ctx, store.DLQName(q), store.DiscardedFilter{ErrorClass: "Fehler—ü"}, "", 10)
+	if err != nil || len(page.Items) != 1 {
+		t.Errorf("discarded of class Fehler—ü: %d, %v; want the one", len(page.Items), err)
+	}
+}
