@@ -155,9 +155,10 @@ func BenchmarkShowLargeMessage(b *testing.B) {
 	}
 }
 
-// BenchmarkManyQueueReads measures the reads of pgbus queues, pgbus health
-// and pgbus dlq list --since 1h over 500 queues and their DLQs, a few of
-// which hold messages: the cost is the number of tables, not of rows.
+// BenchmarkManyQueueReads measures the reads of pgbus queues, pgbus health,
+// pgbus dlq list --since 1h and pgbus dlq summary --since 1h over 500
+// queues and their DLQs, a few of which hold messages: the cost is the
+// number of tables, not of rows.
 func BenchmarkManyQueueReads(b *testing.B) {
 	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
 	svc := newService(b, s, ops.Options{})
@@ -196,6 +197,14 @@ func BenchmarkManyQueueReads(b *testing.B) {
 			res, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Since: "1h"}})
 			if err != nil || len(res.Items) != 5 {
 				b.Fatalf("list of %d dead messages, %v; want 5", len(res.Items), err)
+			}
+		}
+	})
+	b.Run("dlq_summary_since", func(b *testing.B) {
+		for b.Loop() {
+			res, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Since: "1h"}})
+			if err != nil || res.Total != 5 {
+				b.Fatalf("summary of %d dead messages, %v; want 5", res.Total, err)
 			}
 		}
 	})

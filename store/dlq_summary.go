@@ -105,6 +105,14 @@ func (s *Store) SummarizeDeadWith(ctx context.Context, f DeadFilter, o SummaryOp
 		base := &deadQuery{dlqs: slices.Clone(q.dlqs), conds: q.conds, args: slices.Clone(q.args), text: q.text, group: q.group}
 		opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 		return pgx.BeginTxFunc(ctx, s.db, opts, func(tx pgx.Tx) error {
+			// As a list does: the DLQs the counts say are empty, in
+			// this snapshot, are passed over, so that a summary over
+			// hundreds of DLQs, most of them empty, plans and locks
+			// only those that may hold messages.
+			var err error
+			if q.dlqs, err = deadHolding(ctx, tx, q.dlqs); err != nil || len(q.dlqs) == 0 {
+				return err
+			}
 			groups, total, err := summarizeDead(ctx, tx, q, f, after)
 			if err != nil {
 				return err
