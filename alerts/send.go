@@ -51,6 +51,11 @@ const (
 	maxTextChars  = 40000
 )
 
+// MaxJSONReasons is how many reasons a JSON webhook's health event lists:
+// a fleet whose workers all stopped gives one reason per queue with a
+// backlog, hundreds of bytes each.
+const MaxJSONReasons = 100
+
 // sender posts alerts from its own goroutine, so that no caller waits on
 // the network: a bounded queue, the oldest alert dropped (and logged) when
 // it is full, and each post retried with backoff while the receiver fails.
@@ -269,8 +274,32 @@ func (s *sender) body(a Alert) ([]byte, error) {
 		a.EventsOmitted = len(a.Events) - MaxJSONEvents
 		a.Events = a.Events[:MaxJSONEvents]
 	}
+	a.Events = slices.Clone(a.Events)
+	for i := range a.Events {
+		fitReasons(&a.Events[i])
+	}
 	a.Text = fitText(a.Text)
 	return json.Marshal(a)
+}
+
+// fitReasons keeps the first MaxJSONReasons of e's reasons, the new ones
+// (no alert told of them yet) first and the others after them, each in
+// their order, and counts the rest in e.ReasonsOmitted. e's reasons are
+// copied, not changed: the check's record keeps them all.
+func fitReasons(e *Event) {
+	if len(e.Reasons) <= MaxJSONReasons {
+		return
+	}
+	kept := make([]Reason, 0, MaxJSONReasons)
+	for _, fresh := range []bool{true, false} {
+		for _, r := range e.Reasons {
+			if r.New == fresh && len(kept) < MaxJSONReasons {
+				kept = append(kept, r)
+			}
+		}
+	}
+	e.ReasonsOmitted = len(e.Reasons) - len(kept)
+	e.Reasons = kept
 }
 
 // fitText cuts t to maxTextChars characters (as many as Slack keeps of a

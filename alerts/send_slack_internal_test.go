@@ -87,3 +87,48 @@ func TestJSONAlertIsBounded(t *testing.T) {
 		t.Fatalf("the body is %d bytes", len(body))
 	}
 }
+
+// A JSON webhook's health event lists at most MaxJSONReasons reasons, the
+// new ones first, with how many it left out: a fleet whose workers all
+// stopped makes one reason per queue with a backlog, and a check that
+// found a thousand of them posted them all in one event, beside a text
+// already cut to 40,000 characters.
+func TestJSONAlertBoundsReasons(t *testing.T) {
+	t.Parallel()
+	got := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- body
+	}))
+	defer srv.Close()
+	e := Event{Type: EventHealthChanged, Status: "STALLED", PreviousStatus: "STALLED"}
+	const n = 1000
+	for i := range n {
+		e.Reasons = append(e.Reasons, Reason{Status: "STALLED", Code: "no_workers", Queue: fmt.Sprintf("q%04d", i),
+			Message: fmt.Sprintf("queue \"q%04d\": 5 messages ready, 0 waiting to retry; no worker process has served queue q%04d in the last 24 hours: its messages will not run until one is started", i, i),
+			New:     i >= n-3})
+	}
+	events := []Event{e}
+	cfg := Config{URL: srv.URL, Format: FormatJSON}.withDefaults()
+	if !newSender(cfg).deliver(context.Background(), Alert{Status: "STALLED", Events: events, Text: Text(events)}) {
+		t.Fatal("the alert was not sent")
+	}
+	body := <-got
+	var a Alert
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	r := a.Events[0].Reasons
+	if len(r) != MaxJSONReasons || a.Events[0].ReasonsOmitted != n-MaxJSONReasons {
+		t.Fatalf("%d reasons, %d omitted; want %d and %d omitted", len(r), a.Events[0].ReasonsOmitted, MaxJSONReasons, n-MaxJSONReasons)
+	}
+	if !r[0].New || !r[2].New || r[3].New || r[0].Queue != fmt.Sprintf("q%04d", n-3) || r[3].Queue != "q0000" {
+		t.Fatalf("reasons begin %+v; want the 3 new ones first, then the others in order", r[:4])
+	}
+	if len(e.Reasons) != n {
+		t.Fatalf("the event's own reasons were cut to %d", len(e.Reasons))
+	}
+	if len(body) > 100<<10 {
+		t.Fatalf("the body is %d bytes", len(body))
+	}
+}

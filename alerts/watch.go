@@ -35,6 +35,9 @@ type Event struct {
 	Status         string   `json:"status,omitempty"`
 	PreviousStatus string   `json:"previous_status,omitempty"`
 	Reasons        []Reason `json:"reasons,omitempty"`
+	// ReasonsOmitted counts the reasons a JSON webhook was not sent, past
+	// the first MaxJSONReasons (the new ones first).
+	ReasonsOmitted int `json:"reasons_omitted,omitempty"`
 	// Group is the dead-letter group of a dlq_group event.
 	Group *Group `json:"group,omitempty"`
 	// Growth is how many messages the group gained within Window.
