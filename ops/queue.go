@@ -37,7 +37,7 @@ func (r QueueStatsRequest) storeOptions() store.QueueStatsOptions {
 // QueueStatsResult holds the stats asked for.
 type QueueStatsResult struct {
 	Queues  []QueueStats `json:"queues" jsonschema_description:"One entry per queue, by name."`
-	Omitted int          `json:"omitted,omitempty" jsonschema_description:"Queues left out so that the response stays under 16,000 characters: the quietest ones (no dead messages, failures, backlog or pause). Pass queue to see one of them."`
+	Omitted int          `json:"omitted,omitempty" jsonschema_description:"Queues left out so that the response stays under 16,000 characters: those needing a look least, which the notes count by dead messages, backlog, failures and pause. Pass queue to see one of them."`
 	Notes   []string     `json:"notes,omitempty" jsonschema_description:"What was left out."`
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
@@ -132,15 +132,63 @@ func (s *Service) fitQueueStats(out *QueueStatsResult) {
 		sortedBy(byName, func(q QueueStats) bool { return q.LastHour.Failed+q.LastHour.DeadLettered > 0 },
 			func(q QueueStats) int64 { return q.LastHour.Failed + q.LastHour.DeadLettered }),
 		sortedBy(byName, func(q QueueStats) bool { return q.Paused }, func(q QueueStats) int64 { return q.Depth }))
-	n := fitList(s.opts.Bounds, &ranked, QueueStatsResult{Omitted: len(ranked), Notes: []string{strings.Repeat("x", 300)}})
+	n := fitList(s.opts.Bounds, &ranked, QueueStatsResult{Omitted: len(ranked), Notes: []string{strings.Repeat("x", 450)}})
 	if n == 0 {
 		return
 	}
+	listed := make(map[string]bool, len(ranked))
+	for _, q := range ranked {
+		listed[q.Queue] = true
+	}
+	left := slices.DeleteFunc(byName, func(q QueueStats) bool { return listed[q.Queue] })
 	slices.SortFunc(ranked, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	out.Queues, out.Omitted = ranked, n
 	out.Notes, out.Asks = nil, nil
-	ask(&out.Notes, &out.Asks, AskOneQueue, fmt.Sprintf("%d of the %d queues %s listed (in turns, those with the most dead messages, the largest backlogs, the most failures in the last hour, and the paused ones) so that the response stays under %d characters",
-		len(ranked), len(ranked)+n, plural.Of(len(ranked), "is", "are"), ResponseBudget), 0)
+	ask(&out.Notes, &out.Asks, AskOneQueue, fmt.Sprintf("%d of the %d queues %s listed (in turns, those with the most dead messages, the largest backlogs, the most failures in the last hour, and the paused ones) so that the response stays under %d characters; %s",
+		len(ranked), len(ranked)+n, plural.Of(len(ranked), "is", "are"), ResponseBudget, leftOutTrouble(left)), 0)
+}
+
+// leftOutTrouble says how many of the queues a list left out hold dead
+// messages, have a backlog, failed in the last hour or are paused: many
+// queues of one trouble crowd the others of it out of the list, and those
+// left out are not all quiet ones.
+func leftOutTrouble(left []QueueStats) string {
+	var dead, backlog, failed, paused int
+	for _, q := range left {
+		if q.DLQDepth > 0 {
+			dead++
+		}
+		if q.Visible+q.WaitingRetry > 0 {
+			backlog++
+		}
+		if q.LastHour.Failed+q.LastHour.DeadLettered > 0 {
+			failed++
+		}
+		if q.Paused {
+			paused++
+		}
+	}
+	var parts []string
+	if dead > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s dead messages", dead, plural.Of(dead, "holds", "hold")))
+	}
+	if backlog > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s a backlog", backlog, plural.Of(backlog, "has", "have")))
+	}
+	if failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed in the last hour", failed))
+	}
+	if paused > 0 {
+		parts = append(parts, fmt.Sprintf("%d %s paused", paused, plural.Of(paused, "is", "are")))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("none of the %d left out holds dead messages, has a backlog, failed in the last hour or is paused", len(left))
+	}
+	last := parts[len(parts)-1]
+	if len(parts) > 1 {
+		last = strings.Join(parts[:len(parts)-1], ", ") + " and " + last
+	}
+	return fmt.Sprintf("of the %d left out, %s", len(left), last)
 }
 
 // attentionRank orders queues by how much they need an operator: dead

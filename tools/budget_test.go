@@ -294,7 +294,8 @@ func TestToolDescriptionsAreTight(t *testing.T) {
 
 // TestQueueStatsOfManyQueuesStayUnderBudget: with more queues than fit,
 // pgbus_queue_stats lists the ones to act on (dead messages, a backlog),
-// by name, leaves out quiet ones and says how many; the service's
+// by name, leaves out the others and says how many, and how many of them
+// hold dead messages; the service's
 // unbounded read, for the dashboard, still has every queue.
 func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 	t.Parallel()
@@ -331,6 +332,11 @@ func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 	if got.Omitted == 0 || len(got.Queues)+got.Omitted != total || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], fmt.Sprintf("of the %d queues", total)) ||
 		!strings.HasSuffix(got.Notes[0], "; pass queue for one of the others; pgbus queues on the command line lists them all") {
 		t.Fatalf("%d listed, %d omitted, notes %v; want some left out of %d, and a note saying how to see them", len(got.Queues), got.Omitted, got.Notes, total)
+	}
+	// Every queue left out holds a dead message: the note says so, where
+	// it let an agent take them for quiet ones.
+	if want := fmt.Sprintf("; of the %d left out, %d hold dead messages;", got.Omitted, got.Omitted); !strings.Contains(got.Notes[0], want) {
+		t.Fatalf("note %q does not say %q", got.Notes[0], want)
 	}
 	listed := make([]string, len(got.Queues))
 	for i, q := range got.Queues {
