@@ -200,8 +200,11 @@ func (s *Service) deadlineOf(at time.Time, in time.Duration) time.Time {
 
 // Check checks the request without the database.
 func (r QueueStatsRequest) Check() error {
+	if r.Queue != "" && r.NameContains != "" {
+		return fieldf("name_contains", "looks among every queue's name and takes no queue: pass one or the other, not both").naming("queue")
+	}
 	if r.Queue == "" {
-		return nil
+		return checkText("name_contains", r.NameContains)
 	}
 	return CheckQueueName(r.Queue)
 }

@@ -19,6 +19,10 @@ import (
 // is "".
 type QueueStatsRequest struct {
 	Queue string
+	// NameContains lists only the queues whose names contain it, in any
+	// case (a tenant's prefix among hundreds of queues); "" lists every
+	// queue. It takes no Queue.
+	NameContains string
 	// All lists every queue even when the list passes the service's
 	// response bound: for a table a person scrolls, or a watcher that
 	// compares every queue, not for an agent's answer.
@@ -81,8 +85,18 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 		return s.store.QueueStats(ctx, "", req.storeOptions())
 	})
 	out := QueueStatsResult{Queues: queueStatsList(stats)}
+	what := "queues"
+	if req.NameContains != "" {
+		// Names are lower case: ORDERS finds orders.
+		part := strings.ToLower(req.NameContains)
+		out.Queues = slices.DeleteFunc(out.Queues, func(q QueueStats) bool { return !strings.Contains(q.Queue, part) })
+		what = fmt.Sprintf("queues whose names contain %q", req.NameContains)
+		if err == nil && len(out.Queues) == 0 {
+			out.Notes = append(out.Notes, fmt.Sprintf("no queue's name contains %q", req.NameContains))
+		}
+	}
 	if err == nil && !req.All {
-		s.fitQueueStats(&out)
+		s.fitQueueStats(&out, what)
 	}
 	if err == nil && !req.NoArchive {
 		// For an answer, not a reader that polls: one more read a look.
@@ -123,7 +137,7 @@ func (s *Service) noteUnreadQueues(ctx context.Context, out *QueueStatsResult) {
 // in turns, the queue with the most dead messages, the largest backlog,
 // the most failures in the last hour and a paused one, so that many
 // queues of one trouble do not crowd out the worst of another.
-func (s *Service) fitQueueStats(out *QueueStatsResult) {
+func (s *Service) fitQueueStats(out *QueueStatsResult, what string) {
 	byName := slices.Clone(out.Queues)
 	slices.SortStableFunc(byName, func(a, b QueueStats) int { return cmp.Compare(attentionRank(a), attentionRank(b)) })
 	ranked := inTurns(byName, func(q QueueStats) string { return q.Queue },
@@ -144,8 +158,8 @@ func (s *Service) fitQueueStats(out *QueueStatsResult) {
 	slices.SortFunc(ranked, func(a, b QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
 	out.Queues, out.Omitted = ranked, n
 	out.Notes, out.Asks = nil, nil
-	ask(&out.Notes, &out.Asks, AskOneQueue, fmt.Sprintf("%d of the %d queues %s listed (in turns, those with the most dead messages, the largest backlogs, the most failures in the last hour, and the paused ones) so that the response stays under %d characters; %s",
-		len(ranked), len(ranked)+n, plural.Of(len(ranked), "is", "are"), ResponseBudget, leftOutTrouble(left)), 0)
+	ask(&out.Notes, &out.Asks, AskOneQueue, fmt.Sprintf("%d of the %d %s %s listed (in turns, those with the most dead messages, the largest backlogs, the most failures in the last hour, and the paused ones) so that the response stays under %d characters; %s",
+		len(ranked), len(ranked)+n, what, plural.Of(len(ranked), "is", "are"), ResponseBudget, leftOutTrouble(left)), 0)
 }
 
 // leftOutTrouble says how many of the queues a list left out hold dead

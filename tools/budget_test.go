@@ -330,7 +330,7 @@ func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 		t.Fatalf("pgbus_queue_stats: %d characters, want under %d", n, responseLimit)
 	}
 	if got.Omitted == 0 || len(got.Queues)+got.Omitted != total || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], fmt.Sprintf("of the %d queues", total)) ||
-		!strings.HasSuffix(got.Notes[0], "; pass queue for one of the others; pgbus queues on the command line lists them all") {
+		!strings.HasSuffix(got.Notes[0], "; pass queue for one of the others, or name_contains for those whose names contain a part (a tenant's prefix); pgbus queues on the command line lists them all") {
 		t.Fatalf("%d listed, %d omitted, notes %v; want some left out of %d, and a note saying how to see them", len(got.Queues), got.Omitted, got.Notes, total)
 	}
 	// Every queue left out holds a dead message: the note says so, where
@@ -466,5 +466,50 @@ func TestWorkerOfManyQueuesStaysUnderBudget(t *testing.T) {
 		return strings.Contains(n, "pgbus workers") && strings.Contains(n, "queues_omitted")
 	}) {
 		t.Errorf("notes %q do not say how many queues were left out and where to see them", ws.Notes)
+	}
+}
+
+// TestQueueStatsByNamePart: among more queues than fit, name_contains
+// lists those whose names contain a part, as a tenant's prefix, every
+// one of them, so that an agent reaches the queues the note counts as
+// left out without knowing their names.
+func TestQueueStatsByNamePart(t *testing.T) {
+	t.Parallel()
+	e := newIsolatedEnv(t, ops.Options{})
+	st := e.st
+	ctx := testContext(t)
+	tenant := pgtest.Name("tenant") + "_"
+	var mine []string
+	for i := range 45 {
+		q := pgtest.Name("other")
+		if i%15 == 0 {
+			q = tenant + fmt.Sprint(i)
+			mine = append(mine, q)
+		}
+		pgtest.CreateQueue(t, st, q)
+		if err := st.BulkLoadDead(ctx, q, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(mine)
+	all := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", nil)
+	if all.Omitted == 0 || !strings.Contains(all.Notes[0], "name_contains") {
+		t.Fatalf("%d omitted, notes %v; want some left out and the note naming name_contains", all.Omitted, all.Notes)
+	}
+	got := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", map[string]any{"name_contains": strings.ToUpper(tenant)})
+	var listed []string
+	for _, q := range got.Queues {
+		listed = append(listed, q.Queue)
+	}
+	if !slices.Equal(listed, mine) || got.Omitted != 0 {
+		t.Fatalf("listed %v, %d omitted; want %v", listed, got.Omitted, mine)
+	}
+	none := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", map[string]any{"name_contains": "no_such_part"})
+	if len(none.Queues) != 0 || len(none.Notes) != 1 || !strings.Contains(none.Notes[0], `no queue's name contains "no_such_part"`) {
+		t.Fatalf("%v, notes %v; want none, and a note saying no name contains it", none.Queues, none.Notes)
+	}
+	res := e.call(t, "pgbus_queue_stats", map[string]any{"name_contains": "x", "queue": mine[0]})
+	if !res.IsError || !strings.Contains(resultText(res), "not both") {
+		t.Fatalf("queue and name_contains together: %s; want a refusal", resultText(res))
 	}
 }

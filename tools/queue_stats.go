@@ -10,7 +10,8 @@ import (
 
 // QueueStatsInput is the input of pgbus_queue_stats.
 type QueueStatsInput struct {
-	Queue string `json:"queue,omitempty" jsonschema_description:"Queue name (orders). Omit for every queue."`
+	Queue        string `json:"queue,omitempty" jsonschema_description:"Queue name (orders). Omit for every queue."`
+	NameContains string `json:"name_contains,omitempty" jsonschema_description:"Only the queues whose names contain this, in any case (a tenant's prefix: acme_). Takes no queue."`
 }
 
 const queueStatsDescription = `Statistics of one queue or of all: depth split into ready, in flight, waiting for a retry and scheduled; the age of the oldest ready message; DLQ depth; outcomes over the last hour (succeeded, failed, retried, dead-lettered, discarded); throughput; latency percentiles; whether it is paused; and its retry settings. With more queues than fit, the rest are only counted, in omitted; notes say how many of them hold dead messages or a backlog.
@@ -22,7 +23,7 @@ func NewQueueStats(d Deps) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("pgbus_queue_stats", queueStatsDescription, readAnnotations("Queue statistics"), QueueStatsInput{}, ops.QueueStatsResult{}),
 		Handler: handler(d, func(ctx context.Context, in QueueStatsInput) (ops.QueueStatsResult, error) {
-			return d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: in.Queue})
+			return d.Ops.QueueStats(ctx, ops.QueueStatsRequest{Queue: in.Queue, NameContains: in.NameContains})
 		}),
 	}
 }

@@ -17,7 +17,7 @@ func TestNoteWording(t *testing.T) {
 		ops.AskSends:       "N: pass tool send (or all) to see them",
 		ops.AskNextPage:    "N; pass next_cursor as cursor with the same filters for the next page, with limit 7 or less",
 		ops.AskFullHistory: "N; full_history lists each",
-		ops.AskOneQueue:    "N; pass queue for one of the others; pgbus queues on the command line lists them all",
+		ops.AskOneQueue:    "N; pass queue for one of the others, or name_contains for those whose names contain a part (a tenant's prefix); pgbus queues on the command line lists them all",
 		ops.AskSmallerPage: "N; a smaller limit shows more of each",
 		ops.AskWhole:       "N; pgbus dlq show on the command line shows a message whole",
 		ops.AskAll:         "N; pgbus dlq show on the command line lists them all",

@@ -316,7 +316,7 @@ func ToolNote(a ops.Ask, note string) string {
 	case ops.AskFullHistory:
 		return note + "; full_history lists each"
 	case ops.AskOneQueue:
-		return note + "; pass queue for one of the others; pgbus queues on the command line lists them all"
+		return note + "; pass queue for one of the others, or name_contains for those whose names contain a part (a tenant's prefix); pgbus queues on the command line lists them all"
 	case ops.AskSmallerPage:
 		return note + "; a smaller limit shows more of each"
 	case ops.AskWhole:
