@@ -336,6 +336,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		return rep, err
 	}
 	levels := managed.levels
+	keyed := s.queuesWithOldKeys(ctx, queues, settings, levels)
 	longest := DefaultArchiveRetention
 	listed := make([]string, 0, len(queues))
 	for _, q := range queues {
@@ -353,7 +354,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		if n > 0 {
 			rep.ArchivedDeleted[q.Name] = n
 		}
-		if err == nil {
+		if err == nil && (keyed == nil || keyed[q.Name]) {
 			// The keys are pgbus's own rows, whoever made the queue.
 			var keys int64
 			keys, err = s.pruneKeys(ctx, q.Name, age)
@@ -423,6 +424,39 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	}
 	rep.DeadCountsFolded, err = s.FoldDeadCounts(ctx)
 	return rep, s.stepFailed(ctx, &rep, "DLQ group counts", err)
+}
+
+// queuesWithOldKeys returns, of queues, those with an idempotency key
+// older than their archive retention, which pruneKeys may delete, read
+// in one statement through the keys' index by queue and time: the others
+// need no transaction of their own, which a pass over a fleet of
+// thousands of PGMQ tables, most with no key, made for each. nil, when
+// the read fails, has pruneKeys look at every queue, as before.
+func (s *Store) queuesWithOldKeys(ctx context.Context, queues []QueueInfo, settings map[string]QueueSettings, levels map[string]int) map[string]bool {
+	names := make([]string, 0, len(queues))
+	ages := make([]int64, 0, len(queues))
+	for _, q := range queues {
+		if ValidatePhysicalName(q.Name) != nil {
+			continue
+		}
+		names = append(names, q.Name)
+		ages = append(ages, retentionOf(q.Name, settings, levels).Microseconds())
+	}
+	rows, err := s.db.Query(ctx, `SELECT u.q FROM unnest($1::text[], $2::bigint[]) AS u(q, age)
+		WHERE EXISTS (SELECT 1 FROM pgbus.idempotency_keys k
+		              WHERE k.queue_name = u.q AND k.created_at < now() - u.age * interval '1 microsecond')`, names, ages)
+	if err != nil {
+		return nil
+	}
+	keyed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]bool, len(keyed))
+	for _, q := range keyed {
+		out[q] = true
+	}
+	return out
 }
 
 // stepFailed records in rep the failure err of step of a retention pass
