@@ -780,8 +780,9 @@ func TestHeartbeatDoesNotDelayRetries(t *testing.T) {
 
 // A job's outcome settles the read that ran it, not whatever message holds
 // its id by the time it is written: a queue dropped and made again while
-// the job runs hands the id out anew, and the old job's archive must leave
-// the new message to run.
+// the job runs, handing its ids out from 1 again (as pgmq.create makes
+// it), gives the id to a new message, and the old job's archive must
+// leave the new message to run.
 func TestOutcomeAfterQueueMadeAgainLeavesTheNewMessage(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -812,6 +813,7 @@ func TestOutcomeAfterQueueMadeAgainLeavesTheNewMessage(t *testing.T) {
 	if err := s.CreateQueue(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+	pgtest.RestartIDs(t, s, q)
 	pgtest.SetFastSettings(t, s, q, nil)
 	// Delayed, so that the old job's outcome comes while the new message
 	// still waits for its first read.

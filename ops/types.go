@@ -9,10 +9,12 @@ import (
 
 // QueueStats is what an operator or agent wants to know about one queue.
 // TotalSent, read from the queue's id sequence by a role that may,
-// counts every id taken: those of sends and retries into the queue that
-// failed too, and after a crash, or on a standby, up to 32 more a queue,
-// which PostgreSQL logs ahead for its sequences. It is a lower bound for
-// a role that may only read the tables.
+// counts every id taken since the sequence's start (a queue made again
+// under a dropped one's name starts it after the ids the name had):
+// those of sends and retries into the queue that failed too, and after a
+// crash, or on a standby, up to 32 more a queue, which PostgreSQL logs
+// ahead for its sequences. It is a lower bound for a role that may only
+// read the tables.
 type QueueStats struct {
 	Queue string `json:"queue" jsonschema_description:"Logical queue name"`
 	// Depth splits into Visible + InFlight + WaitingRetry + Scheduled.

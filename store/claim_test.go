@@ -111,6 +111,7 @@ func TestOutcomesWriteOnlyTheReadClaimed(t *testing.T) {
 			if err := s.CreateQueue(ctx, q); err != nil {
 				t.Fatal(err)
 			}
+			pgtest.RestartIDs(t, s, q)
 			if _, err := s.Send(ctx, q, msg(`"new"`)); err != nil {
 				t.Fatal(err)
 			}

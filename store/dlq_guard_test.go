@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -247,9 +248,10 @@ func TestRetryGuardedRefusedWhenSetSwapped(t *testing.T) {
 	}
 }
 
-// A queue dropped and made again under its name numbers its dead messages
-// from 1 again: the token of a dry run before the drop does not guard the
-// new messages of the same ids, which nobody agreed to move.
+// A queue dropped and made again under its name, its DLQ numbering its
+// dead messages from 1 again (as pgmq.create makes it): the token of a dry
+// run before the drop does not guard the new messages of the same ids,
+// which nobody agreed to move.
 func TestRetryGuardedRefusedAfterTheQueueWasMadeAgain(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -267,6 +269,7 @@ func TestRetryGuardedRefusedAfterTheQueueWasMadeAgain(t *testing.T) {
 	if err := s.CreateQueue(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+	pgtest.RestartIDs(t, s, store.DLQName(q))
 	after := deadN(t, s, q, 2, "k", "Timeout", store.ReasonMaxRetriesExceeded)
 	if !slices.Equal(before, after) {
 		t.Fatalf("the queue made again numbered its dead messages %v, where they were %v: the test proves nothing", after, before)

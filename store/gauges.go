@@ -329,7 +329,7 @@ func (s *Store) emptyOf(ctx context.Context, tables []string, archives, sent []b
 	err := pgx.BeginTxFunc(ctx, s.reads, depthTx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `
 			SELECT u.i - 1, CASE WHEN u.sent THEN coalesce((
-			           SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq)
+			           SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN `+sentOfSequenceSQL("s.seq")+`
 			                       ELSE pg_stat_get_tuples_inserted(u.q) END
 			           FROM (SELECT pg_get_serial_sequence(format('%I.%I', 'pgmq', 'q_' || u.n), 'msg_id')::regclass AS seq) s), 0)
 			       ELSE 0 END

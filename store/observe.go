@@ -278,21 +278,38 @@ func droppedQueues(all []QueueInfo, queues []string, levels map[string]int) []st
 }
 
 // totalSentSQL is the SQL for the number of messages ever sent to queue,
-// whose table's name is the parameter param: the last value of its msg_id
-// sequence. A role granted SELECT on the queue's tables alone may not read
-// the sequence (GRANT ... ON ALL TABLES leaves sequences out); it gets a
-// lower bound instead: the larger of the inserts into the table that the
-// statistics system counted and the highest id the queue and its archive
-// (when it has one) still hold.
+// whose table's name is the parameter param: the ids its msg_id sequence
+// handed out since its start (sentOfSequenceSQL). A role granted SELECT on
+// the queue's tables alone may not read the sequence (GRANT ... ON ALL
+// TABLES leaves sequences out); it gets a lower bound instead: the larger
+// of the inserts into the table that the statistics system counted and
+// the ids from the sequence's start to the highest the queue and its
+// archive (when it has one) still hold.
 func totalSentSQL(queue, param string, hasArchive bool) string {
 	archived := ``
 	if hasArchive {
-		archived = `, (SELECT max(msg_id) FROM ` + archiveTable(queue) + `)`
+		archived = `, (SELECT max(msg_id) FROM ` + archiveTable(queue) + `) - ` + sequenceStartSQL("s.seq") + ` + 1`
 	}
-	return `coalesce((SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq)
+	return `coalesce((SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN ` + sentOfSequenceSQL("s.seq") + `
 		       ELSE greatest(pg_stat_get_tuples_inserted(` + param + `::regclass),
-		                     (SELECT max(msg_id) FROM ` + queueTable(queue) + `)` + archived + `) END
+		                     (SELECT max(msg_id) FROM ` + queueTable(queue) + `) - ` + sequenceStartSQL("s.seq") + ` + 1` + archived + `) END
 		       FROM (SELECT pg_get_serial_sequence(` + param + `, 'msg_id')::regclass AS seq) s), 0)`
+}
+
+// sentOfSequenceSQL is the SQL for the number of ids the sequence whose
+// regclass is the SQL expression seq handed out since its start, for a
+// role that may read it: 0 before its first. A queue made again under the
+// name of one dropped starts its sequence after the ids the name had
+// (startIDsAfter), so that it counts its own messages alone.
+func sentOfSequenceSQL(seq string) string {
+	return `greatest(coalesce(pg_sequence_last_value(` + seq + `) - ` + sequenceStartSQL(seq) + ` + 1, 0), 0)`
+}
+
+// sequenceStartSQL is the SQL for the start value of the sequence whose
+// regclass is the SQL expression seq, from the catalog, which every role
+// may read.
+func sequenceStartSQL(seq string) string {
+	return `(SELECT sq.seqstart FROM pg_catalog.pg_sequence sq WHERE sq.seqrelid = ` + seq + `)`
 }
 
 // RecentWindow is the span of QueueStats.DeadLetteredRecently: the

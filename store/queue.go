@@ -104,7 +104,11 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int, sett
 			}
 		}
 		for _, physical := range append(physicalNames(name, levels), DLQName(name)) {
-			if err := createPhysical(ctx, tx, physical, ext); err != nil {
+			dlq := DLQName(name)
+			if physical == dlq {
+				dlq = ""
+			}
+			if err := createPhysical(ctx, tx, physical, dlq, ext); err != nil {
 				return err
 			}
 		}
@@ -189,7 +193,7 @@ func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
 		if !exists {
 			return notFoundf("queue %q does not exist; create it first, with pgbus or with pgmq.create", queue)
 		}
-		return createPhysical(ctx, tx, dlq, fns)
+		return createPhysical(ctx, tx, dlq, "", fns)
 	})
 }
 
@@ -263,26 +267,136 @@ func (s *Store) QueueTablesExist(ctx context.Context, name string) (bool, error)
 // createPhysical creates the tables of one physical queue: with PGMQ's own
 // pgmq.create where PGMQ's functions are installed (fns), else with the
 // statements pgmq.create runs, so that PGMQ installed later finds them in
-// its own shape.
-func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error {
+// its own shape. dlq is the DLQ of its messages, "" for a DLQ. Tables made
+// anew hand out their ids after the highest the name had (idFloor).
+func createPhysical(ctx context.Context, tx pgx.Tx, name, dlq string, fns bool) error {
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, queueTable(name)).Scan(&exists); err != nil {
 		return fmt.Errorf("store: create queue %q: %w", name, err)
 	}
+	var floor int64
 	if !exists {
-		// A table made anew hands its ids out from 1 again. What is left
-		// under the name from a table dropped outside pgbus (as PGMQ's
-		// drop_queue drops one) speaks of the old table's messages, and
-		// would attach to the new ones of the same ids.
+		// A table made anew starts its ids after the highest its name
+		// had, so that no new message takes an old one's id, nor its
+		// default idempotency key. What is left under the name from a
+		// table dropped outside pgbus (as PGMQ's drop_queue drops one)
+		// speaks of the old table's messages, and would attach to new
+		// ones of the same ids.
+		var err error
+		if floor, err = idFloor(ctx, tx, name, dlq); err != nil {
+			return err
+		}
 		if err := forgetMessages(ctx, tx, name); err != nil {
 			return err
 		}
 	}
+	if err := createTables(ctx, tx, name, fns); err != nil {
+		return err
+	}
+	if err := startIDsAfter(ctx, tx, name, floor); err != nil {
+		return err
+	}
+	return createDLQIndex(ctx, tx, name)
+}
+
+// idFloor returns the highest id physical queue name is known to have
+// handed out (highestID), for its table made anew.
+func idFloor(ctx context.Context, tx pgx.Tx, name, dlq string) (int64, error) {
+	floor, err := highestID(ctx, tx, name, dlq)
+	if err != nil {
+		return 0, fmt.Errorf("store: create queue %q: read the ids its name had: %w", name, err)
+	}
+	return floor, nil
+}
+
+// highestID returns the highest id physical queue name is known to have
+// handed out, 0 for none: what its table's id sequence took and its
+// table holds, while the table exists; what pgbus's drop noted
+// (pgbus.queue_id_floors, on a schema that has it); and what is left of
+// its messages, for a table that went outside pgbus (as PGMQ's
+// drop_queue drops one): their failures and idempotency keys, its
+// archive, and the dead messages of dlq (its DLQ, "" for a DLQ), whose
+// retries keep the default keys of their first ids.
+func highestID(ctx context.Context, tx pgx.Tx, name, dlq string) (int64, error) {
+	noted, err := floorsNoted(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	var table, archive, deadLetters bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL, to_regclass($2) IS NOT NULL, $3 <> '' AND to_regclass($4) IS NOT NULL`,
+		queueTable(name), archiveTable(name), dlq, queueTable(dlq)).Scan(&table, &archive, &deadLetters); err != nil {
+		return 0, err
+	}
+	parts := []string{`(SELECT max(msg_id) FROM pgbus.failures WHERE queue_name = $1)`,
+		`(SELECT max(msg_id) FROM pgbus.idempotency_keys WHERE queue_name = $1)`}
+	if noted {
+		parts = append(parts, `(SELECT last_id FROM pgbus.queue_id_floors WHERE queue_name = $1)`)
+	}
+	args := []any{name}
+	if table {
+		args = append(args, queueTable(name))
+		parts = append(parts, `(SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN pg_sequence_last_value(s.seq) END
+			FROM (SELECT pg_get_serial_sequence($2, 'msg_id')::regclass AS seq) s)`,
+			`(SELECT max(msg_id) FROM `+queueTable(name)+`)`)
+	}
+	if archive {
+		parts = append(parts, `(SELECT max(msg_id) FROM `+archiveTable(name)+`)`)
+	}
+	if deadLetters && !table {
+		// While the table exists, its sequence covers these. Written by
+		// pgbus as a number; anything else another client wrote there
+		// is passed over.
+		id := `headers->'` + HeaderDeadLetter + `'->>'source_msg_id'`
+		parts = append(parts, `(SELECT max(CASE WHEN `+id+` ~ '^[0-9]{1,18}$' THEN (`+id+`)::bigint END) FROM `+queueTable(dlq)+`
+			WHERE headers->'`+HeaderDeadLetter+`'->>'source_queue' = $1)`)
+	}
+	var floor int64
+	err = tx.QueryRow(ctx, `SELECT greatest(`+strings.Join(parts, ", ")+`, 0)`, args...).Scan(&floor)
+	return floor, err
+}
+
+// floorsNoted reports whether the schema notes the ids of dropped queues
+// (pgbus.queue_id_floors, migration 33): a schema older than that, which
+// a store opened on it to migrate it works on, has no notes to read or
+// write.
+func floorsNoted(ctx context.Context, tx pgx.Tx) (bool, error) {
+	var noted bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('pgbus.queue_id_floors') IS NOT NULL`).Scan(&noted); err != nil {
+		return false, fmt.Errorf("look for pgbus.queue_id_floors: %w", err)
+	}
+	return noted, nil
+}
+
+// startIDsAfter makes the new table of physical queue name hand out its
+// ids after floor, the highest its name had: its id sequence starts at
+// floor+1, so that what the queue was sent reads as the ids taken since
+// its start (totalSentSQL), not counting those of the queue before it.
+func startIDsAfter(ctx context.Context, tx pgx.Tx, name string, floor int64) error {
+	if floor <= 0 {
+		return nil
+	}
+	var seq *string
+	if err := tx.QueryRow(ctx, `SELECT pg_get_serial_sequence($1, 'msg_id')`, queueTable(name)).Scan(&seq); err != nil {
+		return fmt.Errorf("store: create queue %q: find its id sequence: %w", name, err)
+	}
+	if seq == nil {
+		return fmt.Errorf("store: create queue %q: its table has no id sequence on msg_id, as PGMQ's tables have: drop it and create it again", name)
+	}
+	// pg_get_serial_sequence quotes the name it returns as SQL needs it.
+	if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER SEQUENCE %s START WITH %d RESTART`, *seq, floor+1)); err != nil {
+		return fmt.Errorf("store: create queue %q: start its ids after %d, the highest its name had: %w", name, floor, err)
+	}
+	return nil
+}
+
+// createTables creates the tables of physical queue name: with PGMQ's
+// pgmq.create when fns, else as pgmq.create would.
+func createTables(ctx context.Context, tx pgx.Tx, name string, fns bool) error {
 	if fns {
 		if _, err := tx.Exec(ctx, `SELECT pgmq.create($1)`, name); err != nil {
 			return fmt.Errorf("store: create queue %q with pgmq.create: %w", name, err)
 		}
-		return createDLQIndex(ctx, tx, name)
+		return nil
 	}
 	q, a := queueTable(name), archiveTable(name)
 	vtIdx := pgx.Identifier{"q_" + name + "_vt_idx"}.Sanitize()
@@ -314,7 +428,7 @@ func createPhysical(ctx context.Context, tx pgx.Tx, name string, fns bool) error
 	if err != nil {
 		return fmt.Errorf("store: register queue %q in pgmq.meta: %w", name, err)
 	}
-	return createDLQIndex(ctx, tx, name)
+	return nil
 }
 
 // createDLQIndex indexes a dead-letter queue for its newest-first keyset
@@ -388,7 +502,11 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		}
 		found := false
 		for _, physical := range physicals {
-			dropped, err := dropPhysical(ctx, tx, physical, ext)
+			dlq := DLQName(name)
+			if physical == dlq {
+				dlq = ""
+			}
+			dropped, err := dropPhysical(ctx, tx, physical, dlq, ext)
 			if err != nil {
 				return err
 			}
@@ -457,10 +575,18 @@ func (s *Store) deleteCountersOf(ctx context.Context, name string, droppedAt tim
 	}
 }
 
-func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, error) {
+// dropPhysical drops the tables of physical queue name, whose messages'
+// DLQ is dlq ("" for a DLQ), and what pgbus keeps of its messages,
+// noting the highest id it handed out first. It reports whether the
+// queue's tables were there.
+func dropPhysical(ctx context.Context, tx pgx.Tx, name, dlq string, ext bool) (bool, error) {
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name).Scan(&exists); err != nil {
 		return false, fmt.Errorf("store: drop queue %q: %w", name, err)
+	}
+	// Before the tables and the records of its messages go.
+	if err := noteLastID(ctx, tx, name, dlq); err != nil {
+		return false, err
 	}
 	if exists {
 		if err := dropTables(ctx, tx, name, ext); err != nil {
@@ -478,6 +604,28 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name string, ext bool) (bool, 
 		return false, nil
 	}
 	return true, dropDLQGroups(ctx, tx, name)
+}
+
+// noteLastID notes the highest id physical queue name handed out
+// (highestID; dlq as there), so that a queue made under the name again
+// starts after it. A schema older than the notes (floorsNoted) gets none.
+func noteLastID(ctx context.Context, tx pgx.Tx, name, dlq string) error {
+	noted, err := floorsNoted(ctx, tx)
+	if err != nil || !noted {
+		if err != nil {
+			return fmt.Errorf("store: drop queue %q: %w", name, err)
+		}
+		return nil
+	}
+	last, err := highestID(ctx, tx, name, dlq)
+	if err == nil {
+		_, err = tx.Exec(ctx, `INSERT INTO pgbus.queue_id_floors (queue_name, last_id) VALUES ($1, $2)
+			ON CONFLICT (queue_name) DO UPDATE SET last_id = greatest(pgbus.queue_id_floors.last_id, excluded.last_id)`, name, last)
+	}
+	if err != nil {
+		return fmt.Errorf("store: drop queue %q: note the highest id it handed out: %w", name, err)
+	}
+	return nil
 }
 
 // dropTables drops the tables of physical queue name, with pgmq.drop_queue

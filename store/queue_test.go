@@ -265,10 +265,10 @@ func TestQueueSettingsMaxRetriesRange(t *testing.T) {
 }
 
 // A queue whose tables were dropped outside pgbus (as PGMQ's drop_queue
-// drops them) and created again hands out its ids from 1 again: the old
-// messages' idempotency keys and failure histories, its DLQ's too, go, so
-// that none attaches to a new message of the same id. Creating a queue
-// that exists keeps them.
+// drops them) and created again by pgbus forgets the old messages'
+// idempotency keys and failure histories, its DLQ's too, so that none
+// attaches to a new message, and hands out ids after the highest they
+// held. Creating a queue that exists keeps them.
 func TestQueueMadeAgainForgetsItsOldMessages(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
@@ -299,9 +299,12 @@ func TestQueueMadeAgainForgetsItsOldMessages(t *testing.T) {
 	if err := s.CreateQueue(ctx, q); err != nil {
 		t.Fatal(err)
 	}
+	if h, err := s.FailureHistory(ctx, q, first); err != nil || len(h) != 0 {
+		t.Fatalf("history of the old message %d after its queue was made again = %+v, %v; want it forgotten", first, h, err)
+	}
 	other, err := s.Send(ctx, q, msg(`{"other":1}`))
-	if err != nil || other != first {
-		t.Fatalf("first send to the queue made again = %d, %v; the test wants the old id %d", other, err, first)
+	if err != nil || other <= first {
+		t.Fatalf("first send to the queue made again = %d, %v; want an id after the old %d", other, err, first)
 	}
 	again, err := s.Send(ctx, q, keyed(`{"order":1}`, "order-1"))
 	if err != nil || again == other {
@@ -314,8 +317,8 @@ func TestQueueMadeAgainForgetsItsOldMessages(t *testing.T) {
 		t.Fatalf("new message %d has a history before it ever ran: %+v, %v", other, h, err)
 	}
 	reborn := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "the new DLQ's failure"})[0]
-	if reborn != dead {
-		t.Fatalf("first dead message of the DLQ made again = %d; the test wants the old id %d", reborn, dead)
+	if reborn <= dead {
+		t.Fatalf("first dead message of the DLQ made again = %d; want an id after the old %d", reborn, dead)
 	}
 	h, err := s.FailureHistory(ctx, dlq, reborn)
 	if err != nil || len(h) != 1 || h[0].ErrorMessage != "the new DLQ's failure" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,7 +105,16 @@ func TestQuickStartDemo(t *testing.T) {
 		}
 	}
 
-	// Run again: it starts over, with the same result.
+	// Run again: it starts over, with the same result, its queues made
+	// again handing out ids after the first run's, so that no new job
+	// takes an old job's default idempotency key, nor a dead message an
+	// id noted before.
+	var firstDead ops.DLQList
+	d.json(t, &firstDead, "dlq", "list", "--queue", "demo_emails", "--limit", "100")
+	var firstHighest int64
+	for _, it := range firstDead.Items {
+		firstHighest = max(firstHighest, it.MsgID)
+	}
 	out = d.ok(t, "demo")
 	if !strings.Contains(out, "all 347 jobs settled") || !strings.Contains(out, "27 dead-lettered") || !strings.Contains(out, "dead messages in 5 groups") {
 		t.Fatalf("second demo:\n%s", out)
@@ -119,9 +129,20 @@ func TestQuickStartDemo(t *testing.T) {
 			t.Errorf("second run: %s sent %d", s.Queue, s.TotalSent)
 		}
 	}
+	var secondDead ops.DLQList
+	d.json(t, &secondDead, "dlq", "list", "--queue", "demo_emails", "--limit", "100")
+	if len(secondDead.Items) != len(firstDead.Items) || firstHighest == 0 {
+		t.Fatalf("demo_emails' DLQ holds %d messages after the second run, %d (up to id %d) after the first", len(secondDead.Items), len(firstDead.Items), firstHighest)
+	}
+	for _, it := range secondDead.Items {
+		if it.MsgID <= firstHighest || it.SourceMsgID <= 107 {
+			t.Errorf("dead message %d (from message %d) of the second run: want ids after the first run's (dead up to %d, sent up to 107)", it.MsgID, it.SourceMsgID, firstHighest)
+		}
+	}
+	id := secondDead.Items[len(secondDead.Items)-1].MsgID
 	var m ops.DeadMessage
-	d.json(t, &m, "dlq", "show", "1", "--queue", "demo_emails")
-	if m.DLQ != "demo_emails_dlq" || m.MsgID != 1 || len(m.History) > 4 {
+	d.json(t, &m, "dlq", "show", strconv.FormatInt(id, 10), "--queue", "demo_emails")
+	if m.DLQ != "demo_emails_dlq" || m.MsgID != id || len(m.History) > 4 {
 		t.Errorf("a dead message of the second run carries %d failures: history from the first run leaked", len(m.History))
 	}
 }

@@ -347,7 +347,10 @@ func (a *app) queueDropCommand() *cobra.Command {
 		Short: "Drop a queue with its messages, archive and dead-letter queue",
 		Long: `Drop queue QUEUE and everything in it: live messages, its archive, and its
 dead-letter queue QUEUE_dlq with its dead messages. This cannot be undone, so
-it needs --yes; without it, pgbus says what would be lost and changes nothing.`,
+it needs --yes; without it, pgbus says what would be lost and changes nothing.
+A queue created again under the name goes on from the highest message id it
+had, its levels' and DLQ's too, so that no new job takes an old job's id, nor
+its default idempotency key (QUEUE:ID).`,
 		Example: `  pgbus queue drop old_reports --yes`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -102,3 +102,14 @@ func DropOutside(tb testing.TB, st *store.Store, physical ...string) {
 		}
 	}
 }
+
+// RestartIDs makes physical queue name hand its ids out from 1 again, as
+// a queue dropped and made again outside pgbus (pgmq.drop_queue,
+// pgmq.create) does: pgbus's own drop and create go on from the ids the
+// name had.
+func RestartIDs(tb testing.TB, st *store.Store, name string) {
+	tb.Helper()
+	if _, err := st.Pool().Exec(Context(tb), `SELECT setval(pg_get_serial_sequence($1, 'msg_id'), 1, false)`, fmt.Sprintf(`pgmq.%q`, "q_"+name)); err != nil {
+		tb.Fatalf("restart the ids of queue %s: %v", name, err)
+	}
+}
