@@ -179,7 +179,8 @@ func (q *deadQuery) union(cols string, more func(dlq string) string, tail string
 // deadReadAttempts bounds the reads of every DLQ that a DLQ dropped
 // meanwhile cuts short. A database where queues come and go often (a
 // service with a queue per tenant or per job, a test suite's) drops one
-// between the listing and the read several times in a row now and then.
+// between the listing and the read several times in a row now and then;
+// the reads are spread over about 1.3 s.
 const deadReadAttempts = 8
 
 // runDead compiles f and runs fn on it. Over every DLQ, a DLQ dropped in the
@@ -202,6 +203,15 @@ func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery)
 		}
 		if attempt+1 >= deadReadAttempts {
 			return fmt.Errorf("store: dead-letter queues changed while reading them; try again: %w", err)
+		}
+		// Queues made and dropped in a burst (a test suite's, a tenant's
+		// setup) drop another between each listing and read when read
+		// again at once: a pause growing from 10ms to 640ms, 1.3s in all,
+		// lets the burst pass.
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond << attempt):
 		}
 	}
 }

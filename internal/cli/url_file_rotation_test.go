@@ -69,14 +69,15 @@ func TestDatabaseURLFileRotatedUnderARunningWorker(t *testing.T) {
 	u.User = url.UserPassword(role, "rotated-0123456789")
 	newURL := u.String()
 	st := pgtest.OpenStore(t, superURL)
+	pgtest.Exec(t, superURL, "ALTER ROLE "+role+" PASSWORD 'rotated-0123456789'")
+	// Every session begun before the change was committed ends: those
+	// that logged in with the old password, and any still logging in
+	// then, which shows its role only once in. One begun after it cannot
+	// log in with the old password.
 	var altered time.Time
 	if err := st.Pool().QueryRow(ctx, "SELECT clock_timestamp()").Scan(&altered); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.Exec(t, superURL, "ALTER ROLE "+role+" PASSWORD 'rotated-0123456789'")
-	// Every session begun before the change ends: those that logged in
-	// with the old password, and any still logging in then, which shows
-	// its role only once in.
 	pgtest.Eventually(t, time.Minute, "the sessions begun before the password changed to end", func() bool {
 		return pgtest.Int(t, st, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE backend_type = 'client backend' AND backend_start < $1 AND (usename = $2 OR usename IS NULL)`, altered, role) == 0
