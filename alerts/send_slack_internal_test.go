@@ -57,26 +57,12 @@ func TestSlackTextFitsSlacksLimit(t *testing.T) {
 // hundreds of groups posts a body receivers take, not megabytes.
 func TestJSONAlertIsBounded(t *testing.T) {
 	t.Parallel()
-	got := make(chan []byte, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		got <- body
-	}))
-	defer srv.Close()
 	var events []Event
 	for i := range 500 {
 		events = append(events, Event{Type: EventGroupNew, Group: &Group{Queue: "orders", Kind: "charge", ErrorClass: fmt.Sprintf("http.%d", i),
 			Error: strings.Repeat("e", 1000), Count: 1}})
 	}
-	cfg := Config{URL: srv.URL, Format: FormatJSON}.withDefaults()
-	if !newSender(cfg).deliver(context.Background(), Alert{Status: "DEGRADED", Events: events, Text: Text(events)}) {
-		t.Fatal("the alert was not sent")
-	}
-	body := <-got
-	var a Alert
-	if err := json.Unmarshal(body, &a); err != nil {
-		t.Fatalf("body: %v", err)
-	}
+	a, body := deliverJSON(t, "DEGRADED", events)
 	if len(a.Events) != MaxJSONEvents || a.EventsOmitted != 500-MaxJSONEvents || a.Events[0].Group.ErrorClass != "http.0" {
 		t.Fatalf("%d events, %d omitted, first %+v; want the first %d and %d omitted", len(a.Events), a.EventsOmitted, a.Events[0].Group, MaxJSONEvents, 500-MaxJSONEvents)
 	}
@@ -95,12 +81,6 @@ func TestJSONAlertIsBounded(t *testing.T) {
 // already cut to 40,000 characters.
 func TestJSONAlertBoundsReasons(t *testing.T) {
 	t.Parallel()
-	got := make(chan []byte, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		got <- body
-	}))
-	defer srv.Close()
 	e := Event{Type: EventHealthChanged, Status: "STALLED", PreviousStatus: "STALLED"}
 	const n = 1000
 	for i := range n {
@@ -109,15 +89,7 @@ func TestJSONAlertBoundsReasons(t *testing.T) {
 			New:     i >= n-3})
 	}
 	events := []Event{e}
-	cfg := Config{URL: srv.URL, Format: FormatJSON}.withDefaults()
-	if !newSender(cfg).deliver(context.Background(), Alert{Status: "STALLED", Events: events, Text: Text(events)}) {
-		t.Fatal("the alert was not sent")
-	}
-	body := <-got
-	var a Alert
-	if err := json.Unmarshal(body, &a); err != nil {
-		t.Fatalf("body: %v", err)
-	}
+	a, body := deliverJSON(t, "STALLED", events)
 	r := a.Events[0].Reasons
 	if len(r) != MaxJSONReasons || a.Events[0].ReasonsOmitted != n-MaxJSONReasons {
 		t.Fatalf("%d reasons, %d omitted; want %d and %d omitted", len(r), a.Events[0].ReasonsOmitted, MaxJSONReasons, n-MaxJSONReasons)
@@ -131,4 +103,26 @@ func TestJSONAlertBoundsReasons(t *testing.T) {
 	if len(body) > 100<<10 {
 		t.Fatalf("the body is %d bytes", len(body))
 	}
+}
+
+// deliverJSON sends an alert of status and events, with their text, to a
+// JSON webhook, and returns the alert it received and its body.
+func deliverJSON(t *testing.T, status string, events []Event) (Alert, []byte) {
+	t.Helper()
+	got := make(chan []byte, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- body
+	}))
+	defer srv.Close()
+	cfg := Config{URL: srv.URL, Format: FormatJSON}.withDefaults()
+	if !newSender(cfg).deliver(context.Background(), Alert{Status: status, Events: events, Text: Text(events)}) {
+		t.Fatal("the alert was not sent")
+	}
+	body := <-got
+	var a Alert
+	if err := json.Unmarshal(body, &a); err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	return a, body
 }

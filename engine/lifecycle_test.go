@@ -659,9 +659,7 @@ func TestHandlerTimeouts(t *testing.T) {
 	pgtest.Start(t, c)
 	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "polite"})
 	pgtest.Send(t, c, q, 2, engine.SendOptions{Kind: "stubborn"})
-	pgtest.Eventually(t, 20*time.Second, "the stubborn handler given up", func() bool {
-		return strings.Contains(logs.String(), "handler ignored its context")
-	})
+	awaitGivenUp(t, &logs, "the stubborn handler given up")
 	close(block) // its failure is written once it returns
 	pgtest.Eventually(t, 20*time.Second, "both in the DLQ", func() bool { return len(deadMessages(t, s, q)) == 2 })
 	classes := map[string]bool{}
@@ -854,11 +852,8 @@ func TestStuckHandlersKeepTheirSlots(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 20; qs.RetryBackoff = 20 * time.Millisecond })
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
+	c, logs := graceClient(t, s, q, func(cfg *engine.Config) {
 		cfg.Queues[0].Concurrency = 2
-		cfg.HandlerGrace = 20 * time.Millisecond
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	release := make(chan struct{})
 	var running, most, started atomic.Int32
@@ -902,11 +897,7 @@ func TestStuckHandlerIsNotRetriedBesideItself(t *testing.T) {
 		qs.RetryBackoff = 20 * time.Millisecond
 		qs.VisibilityTimeout = time.Second
 	})
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.HandlerGrace = 20 * time.Millisecond
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	c, logs := graceClient(t, s, q, nil)
 	release := make(chan struct{})
 	var o overlap
 	c.Handle("stuck", func(ctx context.Context, job *engine.Job) error {
@@ -919,9 +910,7 @@ func TestStuckHandlerIsNotRetriedBesideItself(t *testing.T) {
 	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
 	pgtest.Start(t, c)
 	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "stuck"})
-	pgtest.Eventually(t, 20*time.Second, "the first attempt given up", func() bool {
-		return strings.Contains(logs.String(), "handler ignored its context")
-	})
+	awaitGivenUp(t, logs, "the first attempt given up")
 	// Two visibility timeouts after it was sent, the message read once is
 	// still hidden, unless its retry ran.
 	pgtest.Eventually(t, 20*time.Second, "the message still hidden past its first claim, or run again", func() bool {
@@ -949,11 +938,7 @@ func TestStuckHandlerThatSucceedsLateIsDone(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = 20 * time.Millisecond })
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.HandlerGrace = 20 * time.Millisecond
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	c, logs := graceClient(t, s, q, nil)
 	release := make(chan struct{})
 	var calls atomic.Int32
 	c.Handle("late", func(ctx context.Context, job *engine.Job) error {
@@ -963,9 +948,7 @@ func TestStuckHandlerThatSucceedsLateIsDone(t *testing.T) {
 	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
 	pgtest.Start(t, c)
 	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "late"})
-	pgtest.Eventually(t, 20*time.Second, "the attempt given up", func() bool {
-		return strings.Contains(logs.String(), "handler ignored its context")
-	})
+	awaitGivenUp(t, logs, "the attempt given up")
 	close(release)
 	pgtest.Eventually(t, 20*time.Second, "the message done", func() bool { return pgtest.Live(t, s, q) == 0 })
 	if n := calls.Load(); n != 1 {
@@ -990,11 +973,7 @@ func TestStuckHandlerOnItsLastAttemptWaitsToBeDeadLettered(t *testing.T) {
 		qs.MaxRetries = 1
 		qs.VisibilityTimeout = time.Second
 	})
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.HandlerGrace = 20 * time.Millisecond
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	c, logs := graceClient(t, s, q, nil)
 	release := make(chan struct{})
 	c.Handle("late", func(ctx context.Context, job *engine.Job) error {
 		<-release // ignores its context
@@ -1002,9 +981,7 @@ func TestStuckHandlerOnItsLastAttemptWaitsToBeDeadLettered(t *testing.T) {
 	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
 	pgtest.Start(t, c)
 	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "late"})
-	pgtest.Eventually(t, 20*time.Second, "the attempt given up", func() bool {
-		return strings.Contains(logs.String(), "handler ignored its context")
-	})
+	awaitGivenUp(t, logs, "the attempt given up")
 	// Two visibility timeouts after it was sent, the message is still
 	// hidden in its queue, unless it was dead-lettered.
 	pgtest.Eventually(t, 20*time.Second, "the message still hidden past its first claim, or dead", func() bool {
@@ -1028,11 +1005,8 @@ func TestStopWritesTheRetryOfAStuckHandler(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.RetryBackoff = 20 * time.Millisecond })
-	var logs pgtest.SyncBuffer
-	c := pgtest.NewClient(t, s, q, func(cfg *engine.Config) {
-		cfg.HandlerGrace = 20 * time.Millisecond
+	c, logs := graceClient(t, s, q, func(cfg *engine.Config) {
 		cfg.DrainTimeout = 100 * time.Millisecond
-		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -1042,9 +1016,7 @@ func TestStopWritesTheRetryOfAStuckHandler(t *testing.T) {
 	}, engine.HandlerOptions{Timeout: 30 * time.Millisecond})
 	stop := pgtest.Start(t, c)
 	id := pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "stuck"})
-	pgtest.Eventually(t, 20*time.Second, "the attempt given up", func() bool {
-		return strings.Contains(logs.String(), "handler ignored its context")
-	})
+	awaitGivenUp(t, logs, "the attempt given up")
 	stop() // fails the test if Run does not return
 	if f := failures(t, s, q, id); len(f) != 1 || f[0].Class != engine.ClassHandlerTimeout {
 		t.Fatalf("failures = %+v; want the attempt's %s written at the stop", f, engine.ClassHandlerTimeout)
@@ -1108,4 +1080,26 @@ func TestHandlerDelaysAreBounded(t *testing.T) {
 	if n := pgtest.Int(t, s, `SELECT count(*) FROM pgmq."q_`+q+`" WHERE msg_id = ANY($1) AND vt <= `+latest, ids); n != 4 {
 		t.Fatalf("%d of 4 messages put off within MaxDelay (%s)", n, engine.MaxDelay)
 	}
+}
+
+// graceClient is a logged client (loggedClient) of queue q that gives up
+// on a handler ignoring its context 20ms past its timeout; edit, when not
+// nil, sets the rest of its configuration.
+func graceClient(t *testing.T, s *store.Store, q string, edit func(*engine.Config)) (*engine.Client, *pgtest.SyncBuffer) {
+	t.Helper()
+	return loggedClient(t, s, q, slog.LevelInfo, func(cfg *engine.Config) {
+		cfg.HandlerGrace = 20 * time.Millisecond
+		if edit != nil {
+			edit(cfg)
+		}
+	})
+}
+
+// awaitGivenUp waits for the log of a client to say it gave up on a
+// handler that ignored its context; what names the attempt.
+func awaitGivenUp(t *testing.T, logs *pgtest.SyncBuffer, what string) {
+	t.Helper()
+	pgtest.Eventually(t, 20*time.Second, what, func() bool {
+		return strings.Contains(logs.String(), "handler ignored its context")
+	})
 }
