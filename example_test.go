@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,9 +30,13 @@ func Example_goAPI() {
 	}
 	errInvalidAddress := errors.New("invalid address") // no retry can fix it
 
-	// The embedded PostgreSQL, from the server binaries on this machine.
+	// The embedded PostgreSQL, from the server binaries on this machine, in
+	// a fresh directory each run: a service keeps one directory of its own.
 	// With a server of your own, pass its URL to store.Open instead.
-	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: filepath.Join(os.TempDir(), "pgbus-example")})
+	dir, err := os.MkdirTemp("", "pgbus-example-")
+	check(err)
+	defer os.RemoveAll(dir)
+	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: dir})
 	check(err)
 	defer pg.Stop(ctx)
 	st, err := store.Open(ctx, pg.URL())
@@ -50,8 +53,7 @@ func Example_goAPI() {
 	check(err)
 	// Close writes the audit entries the database could not take yet.
 	defer bus.Close(ctx)
-	_, _ = bus.QueueDrop(ctx, ops.QueueDropRequest{Queue: "emails", Confirm: true}) // start afresh
-	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "emails"})          // and emails_dlq
+	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "emails"}) // and emails_dlq
 	check(err)
 
 	client, err := engine.NewClient(st, engine.Config{
@@ -124,7 +126,10 @@ func Example_sendInTransaction() {
 			panic(err)
 		}
 	}
-	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: filepath.Join(os.TempDir(), "pgbus-example")})
+	dir, err := os.MkdirTemp("", "pgbus-example-")
+	check(err)
+	defer os.RemoveAll(dir)
+	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: dir})
 	check(err)
 	defer pg.Stop(ctx)
 	st, err := store.Open(ctx, pg.URL())
@@ -134,7 +139,6 @@ func Example_sendInTransaction() {
 	check(err)
 	bus, err := ops.New(st, ops.Options{})
 	check(err)
-	_, _ = bus.QueueDrop(ctx, ops.QueueDropRequest{Queue: "charges", Confirm: true}) // start afresh
 	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "charges"})
 	check(err)
 	client, err := engine.NewClient(st, engine.Config{}) // sends only: no Run
@@ -144,7 +148,7 @@ func Example_sendInTransaction() {
 	pool, err := pgxpool.New(ctx, pg.URL())
 	check(err)
 	defer pool.Close()
-	_, err = pool.Exec(ctx, `DROP TABLE IF EXISTS orders; CREATE TABLE orders (id int PRIMARY KEY, cents int)`)
+	_, err = pool.Exec(ctx, `CREATE TABLE orders (id int PRIMARY KEY, cents int)`)
 	check(err)
 
 	// README:tx:begin
@@ -190,7 +194,10 @@ func Example_sendBatch() {
 			panic(err)
 		}
 	}
-	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: filepath.Join(os.TempDir(), "pgbus-example")})
+	dir, err := os.MkdirTemp("", "pgbus-example-")
+	check(err)
+	defer os.RemoveAll(dir)
+	pg, err := embedpg.Start(ctx, embedpg.Options{DataDir: dir})
 	check(err)
 	defer pg.Stop(ctx)
 	st, err := store.Open(ctx, pg.URL())
@@ -200,7 +207,6 @@ func Example_sendBatch() {
 	check(err)
 	bus, err := ops.New(st, ops.Options{})
 	check(err)
-	_, _ = bus.QueueDrop(ctx, ops.QueueDropRequest{Queue: "invoices", Confirm: true}) // start afresh
 	_, err = bus.QueueCreate(ctx, ops.QueueCreateRequest{Queue: "invoices"})
 	check(err)
 	client, err := engine.NewClient(st, engine.Config{}) // sends only: no Run
