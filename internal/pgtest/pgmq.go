@@ -16,7 +16,8 @@ import (
 const EnvPGMQScript = "PGBUS_PGMQ_SCRIPT"
 
 // PGMQScriptPath returns the path of PGMQ's SQL installation script for
-// tests, skipping the test, with the path looked at, when it is absent.
+// tests. It fails the test, naming the path looked at, when the script is
+// absent: a skipped test would count as a pass of what it never checked.
 func PGMQScriptPath(tb testing.TB) string {
 	tb.Helper()
 	path := os.Getenv(EnvPGMQScript)
@@ -28,12 +29,12 @@ func PGMQScriptPath(tb testing.TB) string {
 		path = filepath.Join(root, "..", "shared", "fixtures", "pgmq-1.5.1.sql")
 	}
 	if _, err := os.Stat(path); err != nil {
-		tb.Skipf("PGMQ's SQL installation script is not at %s (%v): put PGMQ 1.5.1's pgmq.sql there or set %s to test pgbus with real PGMQ", path, err, EnvPGMQScript)
+		tb.Fatalf("PGMQ's SQL installation script is not at %s (%v): put PGMQ 1.5.1's pgmq.sql (pgmq-extension/sql/pgmq.sql of its release) there, or set %s to its path", path, err, EnvPGMQScript)
 	}
 	return path
 }
 
-// PGMQScript returns the text of PGMQ's SQL installation script, skipping
+// PGMQScript returns the text of PGMQ's SQL installation script, failing
 // the test when it is absent (PGMQScriptPath).
 func PGMQScript(tb testing.TB) string {
 	tb.Helper()
