@@ -982,7 +982,7 @@ func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe b
 				what = "pgbus: circuit breaker reopened: its probe failed; its jobs are snoozed until the next probe"
 			}
 			w.c.log.Warn(what, "breaker", name, "queue", job.Queue, "kind", job.Kind, "failures", change.Failures,
-				"probe_in", change.OpenUntil.Sub(w.c.store.Now()).Round(time.Millisecond), // on the database's clock, which wrote OpenUntil
+				"probe_in", change.ProbeIn,
 				"error_class", ErrorClass(jobErr))
 		}
 	}

@@ -218,6 +218,10 @@ type BreakerChange struct {
 	// open breaker lets a probe through; both only after a failure.
 	Failures  int
 	OpenUntil time.Time
+	// ProbeIn is how long after the change a probe is let through, on the
+	// database server's clock, which wrote OpenUntil: this process's
+	// estimate of that clock is off by the time the estimate took.
+	ProbeIn time.Duration
 }
 
 // Opened reports whether a failure opened the breaker: a closed one's
@@ -269,6 +273,7 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (BreakerChange, error) {
 	var c BreakerChange
 	var until *time.Time
+	var probeInMs *int64
 	err := s.db.QueryRow(ctx, `
 		UPDATE pgbus.circuit_breakers b SET
 			consecutive_failures = b.consecutive_failures + 1,
@@ -285,7 +290,9 @@ func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (Breaker
 		             CASE WHEN state = 'half_open' THEN least(current_cool_off_ms * 2, max_cool_off_ms) ELSE current_cool_off_ms END AS cool_off
 		      FROM pgbus.circuit_breakers WHERE name = $1 FOR UPDATE) o
 		WHERE b.name = o.name
-		RETURNING o.was, b.state, b.consecutive_failures, b.open_until`, name, s.textFit(ctx).apply(truncate(errMsg, 1000))).Scan(&c.From, &c.To, &c.Failures, &until)
+		RETURNING o.was, b.state, b.consecutive_failures, b.open_until,
+		          greatest(0, ceil(extract(epoch FROM b.open_until - clock_timestamp()) * 1000))::bigint`,
+		name, s.textFit(ctx).apply(truncate(errMsg, 1000))).Scan(&c.From, &c.To, &c.Failures, &until, &probeInMs)
 	if err == pgx.ErrNoRows {
 		return BreakerChange{}, notFoundf("circuit breaker %q does not exist", name)
 	}
@@ -294,6 +301,9 @@ func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (Breaker
 	}
 	if until != nil {
 		c.OpenUntil = *until
+	}
+	if probeInMs != nil {
+		c.ProbeIn = time.Duration(*probeInMs) * time.Millisecond
 	}
 	return c, nil
 }
