@@ -339,6 +339,9 @@ type Client struct {
 	// outage says once for all the loops that the database cannot be
 	// reached, and when it answers again.
 	outage outage
+	// stuck are the handlers given up on that still run, which each
+	// heartbeat reports.
+	stuck stuckHandlers
 	// schemaLog paces the warning that pgbus's schema is gone
 	// (schemaGone).
 	schemaLog quietlog.Log
@@ -1098,8 +1101,9 @@ func (c *Client) process() store.WorkerProcess {
 		names[i] = q.Name
 		total += q.Concurrency
 	}
+	stuck, oldest := c.stuck.oldest(store.MaxStuckListed)
 	return store.WorkerProcess{ID: c.id, Hostname: host, PID: os.Getpid(), Queues: names, Concurrency: total,
-		HeartbeatInterval: c.cfg.ProcessHeartbeat, Version: buildinfo.Describe()}
+		HeartbeatInterval: c.cfg.ProcessHeartbeat, Version: buildinfo.Describe(), StuckCount: stuck, StuckHandlers: oldest}
 }
 
 // heartbeat marks this process alive, and registers it again when

@@ -1080,6 +1080,7 @@ func (w *queueWorker) runHandler(base context.Context, h handler, job *Job) atte
 	case <-grace.C:
 		w.c.log.Error("pgbus: handler ignored its context past the grace period; its slot stays taken, and its message hidden, until it returns: a success it then returns is kept, anything else fails the attempt; make it honour ctx", "queue", job.Queue, "msg_id", job.ID, "kind", job.Kind)
 		a.stillRunning, a.late = exited, done
+		w.c.stuck.add(store.StuckHandler{Queue: job.Queue, MsgID: job.ID, Kind: job.Kind, GivenUpAt: w.c.store.Now()}, exited)
 		a.err = &classedError{class: ClassHandlerTimeout, msg: fmt.Sprintf(
 			"handler for kind %q did not return within its timeout %s plus %s grace; make it honour ctx", job.Kind, timeout, w.c.cfg.HandlerGrace)}
 	case <-w.jobBase.Done():

@@ -74,7 +74,7 @@ type Health struct {
 type HealthReason struct {
 	// Status is the reason's level: NOTICE leaves the verdict as it is.
 	Status  string `json:"status" jsonschema:"enum=DEGRADED,enum=STALLED,enum=UNREACHABLE,enum=NOTICE" jsonschema_description:"The reason's level: STALLED and DEGRADED make the verdict; NOTICE leaves it as it is (something to act on when convenient, while the queues work)."`
-	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=queue_tables_missing,enum=schema_newer,enum=standby,enum=health_check_slow,enum=old_transaction,enum=workers_stopped"`
+	Code    string `json:"code" jsonschema:"enum=database_unreachable,enum=backlog_not_draining,enum=backlog_growing_old,enum=no_workers,enum=stale_workers,enum=dead_letters_growing,enum=queue_paused,enum=circuit_open,enum=dlq_of_dropped_queue,enum=workers_of_dropped_queue,enum=queue_tables_missing,enum=schema_newer,enum=standby,enum=health_check_slow,enum=old_transaction,enum=workers_stopped,enum=handlers_stuck"`
 	Queue   string `json:"queue,omitempty"`
 	Message string `json:"message"`
 	// Workers tells no_workers apart: never served, or served once.
@@ -475,6 +475,7 @@ func (s *Service) healthOf(ctx context.Context, stats []store.QueueStats, alive 
 		h.add(HealthDegraded, "stale_workers", "", fmt.Sprintf("%s stopped sending heartbeats without shutting down (crashed or hung); %s messages return after %s visibility timeout", plural.Count(n, "worker process", "worker processes"), plural.Of(n, "its", "their"), plural.Of(n, "its", "their")),
 			hint(OpWorkers, "shows which processes and when they were last seen"))
 	}
+	checkStuckHandlers(&h, workers)
 	// Whether a queue is served counts the Ruby gem's processes too,
 	// which work the queues of its database: the counts above are
 	// pgbus's own.
@@ -917,6 +918,42 @@ type Workers struct {
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
 	Asks []Ask `json:"-"`
+}
+
+// checkStuckHandlers names, for each running process, the handlers it
+// gave up on for ignoring their context that still run: their messages
+// stay hidden and their slots taken until they return, which may be
+// never, and only that process's log said so, once. A process that
+// stopped or went stale took its handlers with it.
+func checkStuckHandlers(h *Health, ws Workers) {
+	for _, w := range ws.Workers {
+		if w.Status != WorkerRunning || w.StuckCount == 0 {
+			continue
+		}
+		// The reason is on a queue when every handler is of that one.
+		named := make([]string, len(w.StuckHandlers))
+		queue := ""
+		for i, sh := range w.StuckHandlers {
+			named[i] = fmt.Sprintf("message %d of queue %q (kind %q) for %s", sh.MsgID, sh.Queue, sh.Kind, time.Duration(sh.StuckSeconds)*time.Second)
+			if i == 0 {
+				queue = sh.Queue
+			} else if sh.Queue != queue {
+				queue = ""
+			}
+		}
+		list := strings.Join(named, "; ")
+		if more := w.StuckCount - len(named); more > 0 {
+			list += fmt.Sprintf("; and %d more", more)
+			queue = ""
+		}
+		h.add(HealthDegraded, "handlers_stuck", queue, fmt.Sprintf("worker process %s (pid %d) has %s past the timeout and grace, ignoring the context: %s. %s until %s, which may be never: "+
+			"make the handler honour its context, or restart the process (%s then after the visibility timeout)",
+			w.Hostname, w.PID, plural.Count(w.StuckCount, "handler running", "handlers running"), list,
+			plural.Of(w.StuckCount, "Its message stays hidden, and its slot of the queue's concurrency taken,", "Their messages stay hidden, and their slots of the queues' concurrency taken,"),
+			plural.Of(w.StuckCount, "it returns", "they return"), plural.Of(w.StuckCount, "the message runs again", "the messages run again")),
+			hint(OpWorkers, "lists each process's stuck handlers"))
+		h.Reasons[len(h.Reasons)-1].subject = w.ID
+	}
 }
 
 // staleReplaced is how long after its last heartbeat a crashed process

@@ -156,6 +156,22 @@ type WorkerProcess struct {
 	// redacted; health reports it (workers_stopped on its queues), and
 	// Workers lists it cut to WorkerStopErrorMax characters.
 	StopError string `json:"stop_error,omitempty" jsonschema_description:"Why the process stopped, when it stopped on an error (its start refused, say): the error's text, redacted, cut to 500 characters; absent for a clean stop."`
+	// StuckCount counts the handlers a running process gave up on for
+	// ignoring their context that still run; StuckHandlers lists the
+	// oldest (health reports them: handlers_stuck).
+	StuckCount    int            `json:"stuck_count,omitempty" jsonschema_description:"Handlers the running process gave up on for ignoring their context past their timeout and grace, still running: their messages stay hidden, and their slots taken, until they return."`
+	StuckHandlers []StuckHandler `json:"stuck_handlers,omitempty" jsonschema_description:"The oldest of those handlers, at most 20."`
+}
+
+// StuckHandler is a handler a worker process gave up on for ignoring its
+// context, still running.
+type StuckHandler struct {
+	Queue string `json:"queue"`
+	MsgID int64  `json:"msg_id"`
+	Kind  string `json:"kind"`
+	// StuckSeconds is how long ago the process gave up on it, on the
+	// database's clock.
+	StuckSeconds float64 `json:"stuck_seconds" jsonschema_description:"Seconds since the process gave up on the handler."`
 }
 
 // workerProcess converts the store's process; its age on the database's
@@ -164,8 +180,23 @@ func workerProcess(w store.WorkerProcess) WorkerProcess {
 	return WorkerProcess{
 		ID: w.ID, Hostname: w.Hostname, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
 		StartedAt: w.StartedAt, HeartbeatAt: w.HeartbeatAt, StoppedAt: w.StoppedAt, System: w.System, Kind: w.Kind,
-		Version: w.Version, StopError: w.StopError,
+		Version: w.Version, StopError: w.StopError, StuckCount: w.StuckCount, StuckHandlers: stuckHandlers(w),
 	}
+}
+
+// stuckHandlers converts w's stuck handlers, timed on the database's
+// clock: the process's estimate of it when it gave up on each, and its
+// heartbeat, which the database stamped.
+func stuckHandlers(w store.WorkerProcess) []StuckHandler {
+	out := make([]StuckHandler, 0, len(w.StuckHandlers))
+	for _, h := range w.StuckHandlers {
+		stuck := max(w.HeartbeatAt.Sub(h.GivenUpAt)+w.HeartbeatAge, 0)
+		out = append(out, StuckHandler{Queue: h.Queue, MsgID: h.MsgID, Kind: h.Kind, StuckSeconds: stuck.Round(time.Second).Seconds()})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // queueStats converts the store's stats; the field sets are the same.

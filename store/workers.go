@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -45,7 +46,29 @@ type WorkerProcess struct {
 	// (StopWorkerOnError), redacted; empty for a clean stop, a running
 	// process, one of an older pgbus and one of the Ruby gem.
 	StopError string `json:"-"`
+	// StuckCount counts the handlers the process gave up on for ignoring
+	// their context past their timeout and grace that still run, and
+	// StuckHandlers lists the oldest of them, at most MaxStuckListed.
+	StuckCount    int            `json:"stuck_count,omitempty"`
+	StuckHandlers []StuckHandler `json:"stuck_handlers,omitempty"`
 }
+
+// StuckHandler is a handler a worker process gave up on for ignoring its
+// context past its timeout and grace, and that still runs: its message
+// stays hidden, and its slot of the queue's concurrency taken, until it
+// returns.
+type StuckHandler struct {
+	Queue string `json:"queue"`
+	MsgID int64  `json:"msg_id"`
+	Kind  string `json:"kind"`
+	// GivenUpAt is when the process gave up on it, on its estimate of the
+	// database's clock.
+	GivenUpAt time.Time `json:"given_up_at"`
+}
+
+// MaxStuckListed is how many stuck handlers a worker row lists; its
+// count counts them all.
+const MaxStuckListed = 20
 
 // StopErrorMax is the most characters of a stop's error a worker row
 // keeps.
@@ -113,7 +136,8 @@ const SystemRubyPgbus = "ruby_pgbus"
 func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
 	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms, version)
 		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL, stop_error = NULL, heartbeat_interval_ms = excluded.heartbeat_interval_ms, version = excluded.version`,
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stopped_at = NULL, stop_error = NULL, heartbeat_interval_ms = excluded.heartbeat_interval_ms, version = excluded.version,
+			stuck_count = 0, stuck_handlers = NULL`,
 		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w), w.Version)
 	if err != nil {
 		return fmt.Errorf("store: register worker %s: %w", w.ID, err)
@@ -125,15 +149,34 @@ func (s *Store) RegisterWorker(ctx context.Context, w WorkerProcess) error {
 // gone (retention prunes the rows of processes unheard of for
 // StatsRetention, and a process whose machine was suspended that long was)
 // is registered again, from now.
+// Its StuckCount and StuckHandlers replace those the row held.
 func (s *Store) HeartbeatWorker(ctx context.Context, w WorkerProcess) error {
-	_, err := s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms, version)
-		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''))
-		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`,
-		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w), w.Version)
+	stuck, err := stuckJSON(w)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.Exec(ctx, `INSERT INTO pgbus.workers (id, hostname, pid, queues, concurrency, heartbeat_interval_ms, version, stuck_count, stuck_handlers)
+		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8, $9)
+		ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), stuck_count = excluded.stuck_count, stuck_handlers = excluded.stuck_handlers`,
+		w.ID, w.Hostname, w.PID, w.Queues, w.Concurrency, heartbeatIntervalMS(w), w.Version, w.StuckCount, stuck)
 	if err != nil {
 		return fmt.Errorf("store: heartbeat of worker %s: %w", w.ID, err)
 	}
 	return nil
+}
+
+// stuckJSON is w's stuck handlers as the registry keeps them: the oldest
+// MaxStuckListed, as JSON, or NULL when there are none.
+func stuckJSON(w WorkerProcess) ([]byte, error) {
+	if len(w.StuckHandlers) == 0 {
+		return nil, nil
+	}
+	listed := w.StuckHandlers[:min(len(w.StuckHandlers), MaxStuckListed)]
+	b, err := json.Marshal(listed)
+	if err != nil {
+		return nil, fmt.Errorf("store: heartbeat of worker %s: encode its stuck handlers: %w", w.ID, err)
+	}
+	return b, nil
 }
 
 // StopWorker marks a worker process as stopped.
@@ -174,7 +217,9 @@ const MaxListedWorkers = 1000
 func (s *Store) ListWorkers(ctx context.Context, within time.Duration) ([]WorkerProcess, error) {
 	rows, err := s.reads.Query(ctx, `SELECT id, hostname, pid, queues, concurrency, started_at, heartbeat_at, stopped_at, '', '', coalesce(version, ''), `+heartbeatAgeSQL("heartbeat_at")+`,
 		       `+silentAgeSQL("heartbeat_at", "$3")+`, heartbeat_interval_ms * 1000000,
-		       coalesce(stop_error, '')
+		       coalesce(stop_error, ''),
+		       CASE WHEN stopped_at IS NULL THEN stuck_count ELSE 0 END,
+		       CASE WHEN stopped_at IS NULL THEN stuck_handlers END
 		FROM pgbus.workers WHERE heartbeat_at > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY CASE WHEN stopped_at IS NULL THEN 0 WHEN coalesce(stop_error, '') <> '' THEN 1 ELSE 2 END, started_at DESC LIMIT $2`, within.Microseconds(), MaxListedWorkers, s.assumedUpSince())
 	if err != nil {
@@ -252,7 +297,7 @@ func (s *Store) ListRubyProcesses(ctx context.Context, within time.Duration) ([]
 		       CASE WHEN jsonb_typeof(p.metadata->'threads') = 'number' THEN (p.metadata->>'threads')::numeric::int ELSE 0 END,
 		       `+rubyTime("p.created_at")+`, `+rubyBeat+`,
 		       NULL::timestamptz, $2::text, coalesce(p.kind, ''), '',
-		       `+heartbeatAgeSQL(rubyBeat)+`, `+silentAgeSQL(rubyBeat, "$3")+`, 0::bigint, ''
+		       `+heartbeatAgeSQL(rubyBeat)+`, `+silentAgeSQL(rubyBeat, "$3")+`, 0::bigint, '', 0, NULL::jsonb
 		FROM public.pgbus_processes p
 		WHERE `+rubyBeat+` > `+asOfSQL+` - $1 * interval '1 microsecond'
 		ORDER BY p.created_at DESC LIMIT 1000`, within.Microseconds(), SystemRubyPgbus, s.assumedUpSince())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -92,8 +93,10 @@ embedding the engine) seen in the last 24 hours: host, pid, queues,
 concurrency, start, last heartbeat and status. A stale worker stopped
 heartbeating without shutting down: its running messages come back after their
 visibility timeout. STOP ERROR begins the error a stopped worker stopped on
-(--json has more of it). --json prints the same result as the MCP tool
-pgbus_workers.`,
+(--json has more of it). Below the table, "stuck on" lines name the handlers a
+running process gave up on for ignoring their context that still run: their
+messages stay hidden until they return. --json prints the same result as the
+MCP tool pgbus_workers.`,
 		Example: `  pgbus workers`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -111,6 +114,11 @@ pgbus_workers.`,
 					return err
 				}
 				_, err := fmt.Fprintf(a.stdout, "%d running, %d stale, %d stopped\n", ws.Running, ws.Stale, ws.Stopped)
+				for _, w := range ws.Workers {
+					if w.StuckCount > 0 {
+						fmt.Fprintf(a.stdout, "stuck on %s pid %d: %s\n", w.Hostname, w.PID, stuckList(w.WorkerProcess))
+					}
+				}
 				for _, n := range ws.Notes {
 					fmt.Fprintln(a.stdout, "note: "+n)
 				}
@@ -432,6 +440,18 @@ func noLiveMessages(req ops.QueueMessagesRequest) string {
 // queueList words the queues of a worker process for a table cell: as
 // many as fit, then how many more (omitted of them left out already)
 // and where they are listed.
+// stuckList says which handlers w gave up on still run.
+func stuckList(w ops.WorkerProcess) string {
+	parts := make([]string, len(w.StuckHandlers))
+	for i, h := range w.StuckHandlers {
+		parts[i] = fmt.Sprintf("message %d of queue %s (kind %s) for %s", h.MsgID, h.Queue, strconv.Quote(h.Kind), time.Duration(h.StuckSeconds)*time.Second)
+	}
+	if more := w.StuckCount - len(parts); more > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", more))
+	}
+	return plural.Count(w.StuckCount, "handler", "handlers") + " still running past the timeout and grace, ignoring the context (each one's message hidden until it returns): " + strings.Join(parts, "; ")
+}
+
 func queueList(queues []string, omitted int) string {
 	var b strings.Builder
 	for i, q := range queues {
