@@ -206,6 +206,11 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 		if err != nil {
 			return usageError{err}
 		}
+		if strings.TrimSpace(v) == "" {
+			if err := setButEmpty(e); err != nil {
+				return err
+			}
+		}
 		if v != "" {
 			if err := fl.Value.Set(v); err != nil {
 				return usageError{fmt.Errorf("%s=%q: %s", source, v, badValue(fl, err))}
@@ -222,6 +227,19 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 			return usageError{a.cfg.Errorf(configKeyOf(name), "%q: %s", fileValue, badValue(fl, err))}
 		}
 		a.sources[name] = "config " + a.cfg.Path()
+	}
+	return nil
+}
+
+// setButEmpty refuses the environment variable name set but empty (or
+// blank): read as unset, a deploy whose secret or template variable came
+// through empty would run otherwise than it was told, an empty
+// PGBUS_MCP_TOKEN serving a loopback address without a token, an empty
+// PGBUS_QUEUES working every queue of the file. nil when it is unset or
+// holds a value.
+func setButEmpty(name string) error {
+	if v, set := os.LookupEnv(name); set && strings.TrimSpace(v) == "" {
+		return usageError{fmt.Errorf("environment variable %s is set but empty, which would be read as unset: give it a value, or unset it (unset %s)", name, name)}
 	}
 	return nil
 }

@@ -198,9 +198,15 @@ func (a *app) serveQueues(f serveFlags) ([]config.WorkQueue, error) {
 	if len(f.work) > 0 {
 		a.log.Warn("pgbus serve: --work is deprecated; use --queue, as pgbus work does")
 	}
-	specs, source := queueSpecs(append(f.queues, f.work...))
+	specs, source, err := queueSpecs(append(f.queues, f.work...))
+	if err != nil {
+		return nil, err
+	}
 	plan := config.WorkPlan{Specs: specs, Source: source, Handler: f.handler, Concurrency: f.concurrency}
 	if plan.Handler == "" {
+		if err := setButEmpty(EnvHandler); err != nil {
+			return nil, err
+		}
 		if plan.Handler = os.Getenv(EnvHandler); plan.Handler != "" {
 			plan.HandlerFrom = " (from environment variable " + EnvHandler + ")"
 		}
@@ -355,6 +361,11 @@ func (a *app) safeFields(given []string) []string {
 // given, naming where a bad one came from: --safe-fields, the environment
 // or the configuration file.
 func (a *app) checkSafeFields(given []string) error {
+	if len(given) == 0 {
+		if err := setButEmpty(EnvSafeFields); err != nil {
+			return err
+		}
+	}
 	err := ops.CheckSafeFields(a.safeFields(given))
 	switch {
 	case err == nil:

@@ -210,7 +210,10 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 	if err := a.resolveMetricsAddr(fs, &w.metricsAddr); err != nil {
 		return nil, err
 	}
-	specs, source := queueSpecs(w.queues)
+	specs, source, err := queueSpecs(w.queues)
+	if err != nil {
+		return nil, err
+	}
 	plan := config.WorkPlan{Specs: specs, Source: source, Handler: w.handler, HandlerFrom: a.from("handler"), Concurrency: concurrency}
 	queues, err := a.cfg.WorkQueues(plan)
 	if err != nil {
@@ -260,14 +263,19 @@ func (a *app) resolveConcurrency(fs *pflag.FlagSet, n *int) (int, error) {
 }
 
 // queueSpecs returns the queues the command line names, else those of
-// PGBUS_QUEUES, and where they came from, for errors.
-func queueSpecs(flags []string) (specs []string, source string) {
+// PGBUS_QUEUES, and where they came from, for errors. PGBUS_QUEUES set but
+// empty is refused rather than read as unset, which would work every
+// queue of the configuration file.
+func queueSpecs(flags []string) (specs []string, source string, err error) {
 	if len(flags) == 0 {
+		if err := setButEmpty(EnvQueues); err != nil {
+			return nil, "", err
+		}
 		if v := os.Getenv(EnvQueues); v != "" {
-			return strings.Split(v, ","), "environment variable " + EnvQueues
+			return strings.Split(v, ","), "environment variable " + EnvQueues, nil
 		}
 	}
-	return flags, "--queue"
+	return flags, "--queue", nil
 }
 
 // work runs pgbus work.

@@ -42,6 +42,8 @@ Every setting is taken from the first of:
                                    rotated password needs no restart
   3. the configuration file
   4. the built-in default
+A variable set but empty stops pgbus (exit code 2) rather than read as
+unset: unset it to leave the setting to the file or the default.
 
 Example (every key but the handler types' own, which follow it):
 
