@@ -146,9 +146,17 @@ func (a *app) setup(cmd *cobra.Command) error {
 		// whose secret came through empty would send jobs there.
 		return usageError{fmt.Errorf("environment variable %s is set but empty: give the database's URL, or unset it (unset %s) to use the embedded PostgreSQL", EnvDatabaseURL, EnvDatabaseURL)}
 	}
+	// The file's places take ${NAME}, read only when neither a flag nor
+	// the environment gives the setting first.
+	for _, s := range []struct{ flag, key, env string }{
+		{"database-url", "database_url", EnvDatabaseURL},
+		{"data-dir", "data_dir", EnvDataDir},
+	} {
+		if err := a.resolveFrom(fs, s.flag, func() (string, error) { return a.cfg.Expanded(s.key) }, s.env); err != nil {
+			return err
+		}
+	}
 	for _, s := range []struct{ flag, file, env string }{
-		{"database-url", a.cfg.DatabaseURL, EnvDatabaseURL},
-		{"data-dir", a.cfg.DataDir, EnvDataDir},
 		{"no-embedded", fileBool(a.cfg.NoEmbedded), EnvNoEmbedded},
 		{"log-format", a.cfg.LogFormat, EnvLogFormat},
 		{"log-level", a.cfg.LogLevel, EnvLogLevel},
@@ -193,6 +201,13 @@ func (a *app) setup(cmd *cobra.Command) error {
 // replaces the flag's default. Values go through the flag's own parser, so
 // a bad one is rejected as it would be on the command line.
 func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string) error {
+	return a.resolveFrom(fs, name, func() (string, error) { return fileValue, nil }, envs...)
+}
+
+// resolveFrom is resolve with the file's value read by file, only when
+// neither the flag nor an environment variable gives the setting: a
+// value with ${NAME}, whose variable need be set only then.
+func (a *app) resolveFrom(fs *pflag.FlagSet, name string, file func() (string, error), envs ...string) error {
 	fl := fs.Lookup(name)
 	if fl == nil {
 		return fmt.Errorf("internal error: no flag --%s", name)
@@ -221,6 +236,10 @@ func (a *app) resolve(fs *pflag.FlagSet, name, fileValue string, envs ...string)
 			}
 			return nil
 		}
+	}
+	fileValue, err := file()
+	if err != nil {
+		return usageError{err}
 	}
 	if fileValue != "" {
 		if err := fl.Value.Set(fileValue); err != nil {

@@ -40,6 +40,7 @@ import (
 
 	"github.com/pgbus/pgbus/engine"
 	"github.com/pgbus/pgbus/handlers"
+	"github.com/pgbus/pgbus/internal/envref"
 	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/internal/yamlerr"
 	"github.com/pgbus/pgbus/ops"
@@ -383,6 +384,48 @@ func parentKey(k string) string {
 		return k[:i]
 	}
 	return ""
+}
+
+// placeValue returns the file's value of key, database_url or data_dir,
+// as written.
+func (f *File) placeValue(key string) string {
+	switch key {
+	case "database_url":
+		return f.DatabaseURL
+	case "data_dir":
+		return f.DataDir
+	}
+	return ""
+}
+
+// Expanded returns the file's value of key, database_url or data_dir,
+// with each ${NAME} in it replaced by the environment variable NAME
+// ($${NAME} for a literal ${NAME}), as in a handler's url: "" when the
+// file does not give it. A variable that is not set, or empty, is an
+// *Error naming it, the key and its line, and so is a value that would
+// change the structure of a database URL where it stands (a #, a ? before
+// more of the URL, a & within a query parameter). It is asked for only
+// when no flag or environment variable gives the setting first, so that
+// the file's variables are needed only then.
+func (f *File) Expanded(key string) (string, error) {
+	written := f.placeValue(key)
+	v, vars, err := envref.Expand(written)
+	if err != nil {
+		return "", f.Errorf(key, "%v", err)
+	}
+	if key == "database_url" && isURLForm(written) {
+		if err := envref.CheckURLValues(written, vars); err != nil {
+			return "", f.Errorf(key, "%v", err)
+		}
+	}
+	return v, nil
+}
+
+// isURLForm reports whether a database URL is written as a URL,
+// postgres://..., rather than as keyword=value pairs.
+func isURLForm(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
 
 // QueueNames returns the configured queues, sorted.
@@ -814,6 +857,11 @@ func (f *File) check() error {
 		// Read as no URL, it would start the embedded PostgreSQL: a
 		// template whose variable was left empty would send jobs there.
 		return f.Errorf("database_url", "is empty: give the database's URL, or leave the key out to use DATABASE_URL or the embedded PostgreSQL")
+	}
+	for _, key := range []string{"database_url", "data_dir"} {
+		if err := envref.Check(f.placeValue(key)); err != nil {
+			return f.Errorf(key, "%v", err)
+		}
 	}
 	switch f.LogFormat {
 	case "", "auto", "text", "json":

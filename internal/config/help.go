@@ -48,7 +48,9 @@ unset: unset it to leave the setting to the file or the default.
 Example (every key but the handler types' own, which follow it):
 
   database_url: postgres://app@db.internal:5432/app   # default: embedded PostgreSQL
-  data_dir: /var/lib/pgbus          # embedded PostgreSQL's directory
+                                    # ${NAME}: the environment variable NAME, as in
+                                    # postgres://app:${DB_PASSWORD}@db/app
+  data_dir: /var/lib/pgbus          # embedded PostgreSQL's directory (${NAME} too)
   no_embedded: false                # true: never start it; no database URL is an error
   log_format: auto                  # auto, text or json
   log_level: info                   # debug, info, warn or error

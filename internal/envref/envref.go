@@ -1,8 +1,8 @@
 // Package envref replaces ${NAME} in configuration values by the
 // environment variable NAME, so that tokens and keys stay out of a file
 // that is checked into repositories and mounted into containers. The
-// alerts block and the http and exec handlers' options use it, with the
-// same rules: NAME is letters, digits and _, not starting with a digit; a
+// alerts block, the http and exec handlers' options and the file's
+// database_url and data_dir use it, with the same rules: NAME is letters, digits and _, not starting with a digit; a
 // variable that is not set, or empty, is an error naming it; a ${ without
 // its closing } is an error too; $${NAME} stands for a literal ${NAME}, and
 // $${ for a literal ${.
