@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/config"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // The errors about a bad configuration file quote what they could not
@@ -68,5 +69,34 @@ func TestConfigErrorsKeepSecrets(t *testing.T) {
 				t.Errorf("error %q\nwant it to name %s and say %q", msg, c.key, c.says)
 			}
 		})
+	}
+}
+
+// An error about a header's or a variable's value, shown redacted as
+// every error is, keeps its words: after "...headers.X-Api-Key: " the
+// reason read as the header's value, and its first word was redacted
+// ("[REDACTED] value holds a control character").
+func TestHandlerValueErrorsKeepTheirWords(t *testing.T) {
+	handler := func(h string) string { return "queues:\n  orders:\n    handler: " + h + "\n" }
+	for _, c := range []struct{ name, text, says string }{
+		{"header control character", handler(`{type: http, url: "https://h/x", headers: {X-Api-Key: "Zq8\nHdrQ1ab"}}`),
+			"queues.orders.handler.headers: in header X-Api-Key, the value holds a control character"},
+		{"header twice", handler(`{type: http, url: "https://h/x", headers: {Authorization: Bearer Zq8HdrQ1ab, authorization: Bearer Zq8HdrQ1cd}}`),
+			`queues.orders.handler.headers: in header authorization, the header is given twice (also as "Authorization")`},
+		{"variable NUL", handler(`{type: exec, command: [/bin/true], env: {API_TOKEN: "Zq8\x00TokQ1ab"}}`),
+			"queues.orders.handler.env: in variable API_TOKEN, the value holds a NUL character"},
+	} {
+		f, err := config.Parse("pgbus.yaml", []byte(c.text))
+		if err == nil {
+			err = f.CheckHandlers()
+		}
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		shown, _ := ops.RedactText(err.Error())
+		if !strings.Contains(shown, c.says) || strings.Contains(shown, "Zq8") {
+			t.Errorf("%s: shown as %q; want it to say %q, without the value", c.name, shown, c.says)
+		}
 	}
 }

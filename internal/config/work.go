@@ -157,6 +157,15 @@ func (f *File) handlerError(name string, h handlers.Spec, err error) error {
 	if !ok {
 		return f.Errorf(block, "%v", err)
 	}
+	// A header's or a variable's name in the reason, after its parent
+	// key, as the decoder's errors of them say it: after
+	// "...headers.X-Api-Key: " the reason would read as the header's
+	// value, and its first word be redacted wherever the error is shown.
+	for _, m := range []struct{ parent, what string }{{"headers", "header"}, {"env", "variable"}} {
+		if name, ok := strings.CutPrefix(key, m.parent+"."); ok {
+			return f.errorAt(block+"."+m.parent, block+"."+at, "in "+m.what+" "+name+", "+reason)
+		}
+	}
 	return f.errorAt(block+"."+key, block+"."+at, reason)
 }
 
