@@ -496,14 +496,33 @@ func Parse(name string, data []byte) (*File, error) {
 			return nil, cfg.yamlError(data, err)
 		}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
-		return nil, &Error{File: name, Line: extra.Line, Reason: "holds more than one YAML document; put everything in one"}
+	// Documents after the first that hold nothing (a file that ends with
+	// ---, as files put together from templates often do) are no second
+	// configuration.
+	for {
+		var extra yaml.Node
+		err := dec.Decode(&extra)
+		if err == io.EOF {
+			break
+		}
+		if err != nil || !emptyDocument(&extra) {
+			return nil, &Error{File: name, Line: extra.Line, Reason: "holds more than one YAML document; put everything in one"}
+		}
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// emptyDocument reports whether n is a document with nothing written in
+// it but comments.
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind != yaml.DocumentNode || len(n.Content) != 1 {
+		return false
+	}
+	c := n.Content[0]
+	return c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" && c.Value == "" && c.Anchor == "" && c.Style&yaml.TaggedStyle == 0
 }
 
 // quotedBools holds the refusals the decoder makes of the quoted true
