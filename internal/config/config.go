@@ -463,6 +463,9 @@ func Load(path string) (*File, error) {
 		return nil, &Error{File: path, Reason: "cannot read it: " + reason + " (check --config or PGBUS_CONFIG)"}
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, &Error{File: path, Reason: "is a directory: give the path of the configuration file itself (check --config or PGBUS_CONFIG)"}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, &Error{File: path, Reason: "cannot read it: " + err.Error()}

@@ -259,6 +259,12 @@ func TestLoad(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "missing.yaml: cannot read it: no such file or directory") {
 		t.Fatalf("missing file: %v", err)
 	}
+	// A directory names no file to read: say so, and where it came from,
+	// rather than the read's "read DIR: is a directory".
+	_, err = config.Load(dir)
+	if err == nil || !strings.Contains(err.Error(), dir+": is a directory: give the path of the configuration file itself (check --config or PGBUS_CONFIG)") {
+		t.Fatalf("directory: %v", err)
+	}
 	big := filepath.Join(dir, "big.yaml")
 	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", config.MaxFileBytes)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
