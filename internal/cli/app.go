@@ -396,6 +396,11 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 	// new connection: a rotated secret is used without a restart.
 	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: a.callTimeout, ApplicationName: a.commandPath,
 		URLAgain: a.again["database-url"]})
+	if err != nil && strings.HasPrefix(a.sources["database-url"], "config ") && (errors.Is(err, dbopen.ErrBadURL) || strings.Contains(err.Error(), storeURLWords)) {
+		// The file's URL: the error names the file, the line and the key
+		// ahead of its words, as the file's other errors do.
+		return nil, reworded{a.cfg.Errorf("database_url", "%v", err).Error(), err}
+	}
 	if err != nil && !errors.Is(err, dbopen.ErrBadURL) {
 		// The store's advice on connecting says "the database URL", as a
 		// Go program passes it; a person here gave it by the flag or the

@@ -32,3 +32,27 @@ func TestConfigDatabaseURLFromVariable(t *testing.T) {
 		t.Errorf("DATABASE_URL beside the file's URL, its variable unset: exit %d, %s", r.code, r.stderr)
 	}
 }
+
+// A database URL the file gives that cannot be used is named with the
+// file, its line and key, as the flag and DATABASE_URL name themselves in
+// the same errors: "the database URL" left which of them to look at.
+func TestConfigDatabaseURLNamedInItsErrors(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "pgbus.yaml")
+	for _, c := range []struct {
+		name, url string
+		code      int
+	}{
+		{"refused", "postgres://app:Zq8PwQ1xyzab@127.0.0.1:1/app?connect_timeout=5", cli.ExitFailure},
+		{"unreadable", "postgres://app:Zq8PwQ1xyzab@127.0.0.1:notaport/app", cli.ExitUsage},
+	} {
+		if err := os.WriteFile(file, []byte("log_level: info\ndatabase_url: "+c.url+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := pgbus(t, nil, "queues", "--config", file)
+		want := "pgbus: config " + file + ":2: database_url: "
+		if r.code != c.code || !strings.HasPrefix(r.stderr, want) || strings.Contains(r.stderr, "Zq8") {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d starting %q, without the password", c.name, r.code, r.stderr, c.code, want)
+		}
+	}
+}
