@@ -136,6 +136,10 @@ transport, stdio included.`,
 			if f.maxSessions < 1 {
 				return usageError{fmt.Errorf("--max-sessions %d%s: give 1 or more", f.maxSessions, a.from("max-sessions"))}
 			}
+			if f.maxSessions > mcpserver.MaxMaxSessions && a.from("max-sessions") != "" {
+				// mcpserver's refusal names the flag alone.
+				return usageError{fmt.Errorf("--max-sessions %d%s is more than %d: each open session keeps memory until it ends or --session-idle-timeout passes idle; use %d or less", f.maxSessions, a.from("max-sessions"), mcpserver.MaxMaxSessions, mcpserver.MaxMaxSessions)}
+			}
 			if f.idleTimeout < mcpserver.MinSessionIdleTimeout {
 				return usageError{fmt.Errorf("--session-idle-timeout %s: give %s or more", f.idleTimeout, mcpserver.MinSessionIdleTimeout)}
 			}

@@ -406,6 +406,10 @@ func TestServeUsageErrors(t *testing.T) {
 	if r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_MCP_MAX_SESSIONS=-5"}, "serve", "--transport", "http"); r.code != 2 || !strings.Contains(r.stderr, "environment variable PGBUS_MCP_MAX_SESSIONS") {
 		t.Errorf("PGBUS_MCP_MAX_SESSIONS=-5: exit %d, stderr %q; want exit 2 naming the variable", r.code, r.stderr)
 	}
+	// Too many, too: the flag it named was given nowhere.
+	if r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1", "PGBUS_MCP_MAX_SESSIONS=200000"}, "serve", "--transport", "http"); r.code != 2 || !strings.Contains(r.stderr, "200000 (from environment variable PGBUS_MCP_MAX_SESSIONS) is more than 100000") {
+		t.Errorf("PGBUS_MCP_MAX_SESSIONS=200000: exit %d, stderr %q; want exit 2 naming the variable", r.code, r.stderr)
+	}
 	for label, c := range cases {
 		// An unreachable database: a usage error must come before it is used.
 		r := usageRun(t, []string{"DATABASE_URL=postgres://nobody@127.0.0.1:1/none?connect_timeout=1"}, c.args...)
