@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,6 +260,34 @@ func startListening(t *testing.T, cmd *exec.Cmd, msg, key string) (string, *sync
 		t.Fatalf("no %q line with %s on stderr:\n%s", msg, key, lines.logs.String())
 		return "", nil
 	}
+}
+
+// workUntil runs pgbus work with args and env (its log as JSON) until
+// done holds, then stops it with SIGTERM and returns what it wrote and its
+// exit code: a worker given a fixed --for may end, on a loaded machine,
+// before it read anything.
+func workUntil(t *testing.T, env []string, what string, done func(logs string) bool, args ...string) run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binaryFor(append([]string{"work"}, args...)), append([]string{"work", "--log-format", "json"}, args...)...)
+	cmd.Env = append(baseEnv(), env...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	_, logs := startListening(t, cmd, "pgbus work: starting", "worker")
+	defer func() { _ = cmd.Process.Kill() }()
+	pgtest.Eventually(t, time.Minute, what, func() bool { return done(logs.String()) })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	r := run{stdout: stdout.String(), stderr: logs.String()}
+	if exit, ok := err.(*exec.ExitError); ok {
+		r.code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatalf("pgbus work %v: %v", args, err)
+	}
+	return r
 }
 
 // lineWatch copies a process's JSON log lines into logs, and sends on
