@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"reflect"
 	"regexp"
@@ -890,9 +891,9 @@ func (f *File) check() error {
 	default:
 		return f.Errorf("log_format", "%q: use auto, text or json", f.LogFormat)
 	}
-	switch f.LogLevel {
-	case "", "debug", "info", "warn", "error":
-	default:
+	// As --log-level and PGBUS_LOG_LEVEL read it: in any case.
+	var level slog.Level
+	if f.LogLevel != "" && level.UnmarshalText([]byte(f.LogLevel)) != nil {
 		return f.Errorf("log_level", "%q: use debug, info, warn or error", f.LogLevel)
 	}
 	if d := f.Worker.PollInterval; d != nil && (d.D() < 10*time.Millisecond || d.D() > time.Hour) {
