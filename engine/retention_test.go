@@ -48,16 +48,21 @@ func TestRetentionSaysWhatToGrantForAQueueItMayNotPrune(t *testing.T) {
 }
 
 // A lock another transaction holds on one queue's archive (as CREATE
-// INDEX takes) makes retention pass over that queue, saying who holds it,
-// and prune the queues after it; the database answers, so it is no
-// outage. The pass used to wait out the database call timeout, drop the
-// pool's connections as after a freeze, and prune nothing after it.
+// INDEX takes) makes retention pass over that queue, whose archive holds a
+// row to prune, saying who holds it, and prune the queues after it; the
+// database answers, so it is no outage. The pass used to wait out the
+// database call timeout, drop the pool's connections as after a freeze,
+// and prune nothing after it.
 func TestRetentionPassesOverALockedArchive(t *testing.T) {
 	t.Parallel()
 	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every queue
 	ctx := testContext(t)
 	q, _ := archivedPastRetention(t, s)
 	if err := s.CreateQueue(ctx, "aaa"); err != nil { // first in name order
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq.a_aaa (msg_id, read_ct, enqueued_at, archived_at, vt, message)
+		VALUES (1, 1, now(), now() - interval '400 days', now(), '{}')`); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := s.Pool().Begin(ctx)

@@ -194,3 +194,12 @@ func DepthReadSQL(ctx context.Context, s *Store, q string) (string, []any, error
 	sql, args := depthSQL([]depthArm{s.workArm(0, 0, q, states[q], depthRead{})})
 	return sql, args, nil
 }
+
+// SetArchiveFindBatch makes a retention pass look into n archives per
+// statement for rows to prune until the test ends. A test that changes it
+// does not run in parallel.
+func SetArchiveFindBatch(tb testing.TB, n int) {
+	old := archiveFindBatch
+	archiveFindBatch = n
+	tb.Cleanup(func() { archiveFindBatch = old })
+}

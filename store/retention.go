@@ -307,7 +307,10 @@ func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) 
 // log entries older than auditAge (none when auditAge is 0 or less: the
 // log is kept whole), and counters and worker rows older than
 // StatsRetention, and folds the DLQ group counts' pending deltas
-// (FoldDeadCounts). A queue its role may not prune, or whose tables
+// (FoldDeadCounts). Only the archives that hold a row past retention
+// are pruned, found first a hundred to a statement (archivesWithOldRows),
+// as only the queues with a key past it have their keys pruned
+// (queuesWithOldKeys). A queue its role may not prune, or whose tables
 // another transaction holds locked past retentionLockWait, is passed over
 // and listed in QueuesKept. A step that fails while the database answers
 // (a statement past its bound, a refusal) is listed in StepsFailed, and the
@@ -337,6 +340,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	}
 	levels := managed.levels
 	keyed := s.queuesWithOldKeys(ctx, queues, settings, levels)
+	aged := s.archivesWithOldRows(ctx, queues, settings, managed)
 	longest := DefaultArchiveRetention
 	listed := make([]string, 0, len(queues))
 	for _, q := range queues {
@@ -348,7 +352,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 		longest = max(longest, age)
 		var n int64
 		var err error
-		if managed.Manages(q.Name) {
+		if managed.Manages(q.Name) && aged[q.Name] {
 			n, err = s.PruneArchived(ctx, q.Name, age, batch)
 		}
 		if n > 0 {
@@ -457,6 +461,87 @@ func (s *Store) queuesWithOldKeys(ctx context.Context, queues []QueueInfo, setti
 		out[q] = true
 	}
 	return out
+}
+
+// archiveFindBatch is how many archives one statement of
+// archivesWithOldRows looks into: a statement locks each table it reads,
+// and the table's indexes, until it ends. A variable so that tests can
+// lower it.
+var archiveFindBatch = 100
+
+// archivesWithOldRows returns, of the queues pgbus manages, those whose
+// archive holds a row archived longer ago than their retention, which
+// PruneArchived may delete: one statement per archiveFindBatch archives
+// asks each archive's index on archived_at for its oldest entry, where a
+// pass over a fleet of hundreds of queues, their DLQs and levels ran a
+// transaction of its own for each, most with nothing to delete. A
+// statement that fails (a table locked past retentionLockWait, one its
+// role may not read, one dropped meanwhile) returns all of its queues, so
+// that PruneArchived tries each and the pass reports the one it cannot
+// prune, as before.
+func (s *Store) archivesWithOldRows(ctx context.Context, queues []QueueInfo, settings map[string]QueueSettings, managed ManagedQueues) map[string]bool {
+	var names []string
+	var ages []int64
+	for _, q := range queues {
+		if ValidatePhysicalName(q.Name) != nil || !managed.Manages(q.Name) {
+			continue
+		}
+		names = append(names, q.Name)
+		ages = append(ages, retentionOf(q.Name, settings, managed.levels).Microseconds())
+	}
+	out := make(map[string]bool)
+	for start := 0; start < len(names); start += archiveFindBatch {
+		chunk := names[start:min(start+archiveFindBatch, len(names))]
+		found, err := s.findOldArchiveRows(ctx, chunk, ages[start:start+len(chunk)])
+		if err != nil {
+			found = chunk
+		}
+		for _, q := range found {
+			out[q] = true
+		}
+	}
+	return out
+}
+
+// findOldArchiveRows returns, of the physical queues names, those whose
+// archive holds a row archived longer ago than the age of the same index
+// in ages (microseconds), in one statement whose lock waits are bounded
+// as PruneArchived's. Its text changes with the queues, so it is not
+// prepared: it would crowd the statements workers run out of each
+// connection's cache.
+func (s *Store) findOldArchiveRows(ctx context.Context, names []string, ages []int64) ([]string, error) {
+	var sql strings.Builder
+	for i, q := range names {
+		if i > 0 {
+			sql.WriteString("\nUNION ALL\n")
+		}
+		fmt.Fprintf(&sql, `SELECT %d WHERE EXISTS (SELECT FROM %s WHERE archived_at < now() - %d * interval '1 microsecond')`,
+			i, archiveTable(q), ages[i])
+	}
+	var found []string
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		if err := setLockTimeout(ctx, tx, pruneLockWait(ctx)); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sql.String(), pgx.QueryExecModeExec)
+		if err != nil {
+			return err
+		}
+		found = found[:0]
+		var i int
+		_, err = pgx.ForEachRow(rows, []any{&i}, func() error {
+			if i < 0 || i >= len(names) {
+				return fmt.Errorf("unexpected row %d", i)
+			}
+			found = append(found, names[i])
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: retention: find the archives with rows to prune: %w", err)
+	}
+	return found, nil
 }
 
 // stepFailed records in rep the failure err of step of a retention pass
