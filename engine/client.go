@@ -841,21 +841,25 @@ func (c *Client) checkQueues(ctx context.Context) error {
 	for _, q := range queues {
 		have[q.Name] = true
 	}
+	names := make([]string, len(c.cfg.Queues))
+	for i, q := range c.cfg.Queues {
+		names[i] = q.Name
+	}
+	layouts, err := c.store.QueueLayouts(ctx, names)
+	if err != nil {
+		return err
+	}
 	c.physical = map[string][]string{}
 	for _, q := range c.cfg.Queues {
 		// A level worked alone would read it with the defaults' settings
 		// and dead-letter into a DLQ of its own, made for it below, which
 		// no view of its queue shows.
-		if base, level, ok, err := c.store.LevelOf(ctx, q.Name); err != nil {
-			return err
-		} else if ok {
+		layout := layouts[q.Name]
+		if base, level := layout.LevelOf, layout.Level; base != "" {
 			return fmt.Errorf("%w: queue %q is priority level %d of queue %q, not a queue of its own: work queue %q instead, whose workers read each of its levels, level 0 first",
 				store.ErrInvalid, q.Name, level, base, base)
 		}
-		physical, err := c.store.PhysicalQueues(ctx, q.Name)
-		if err != nil {
-			return err
-		}
+		physical := layout.Physical
 		// A queue another PGMQ client made has no DLQ: make it, and leave
 		// the queue's settings at the defaults. So is one whose DLQ was
 		// dropped by hand, as a running worker would.

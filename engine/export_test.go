@@ -72,3 +72,11 @@ func AgeClockWarning(c *Client) {
 	defer c.clockWarn.Unlock()
 	c.clockWarn.at = c.clockWarn.at.Add(-clockWarnEvery)
 }
+
+// CheckQueues checks the queues c works, and reads their layouts, as Run
+// does as it starts.
+func CheckQueues(ctx context.Context, c *Client) error { return c.checkQueues(ctx) }
+
+// PhysicalOf returns the physical queues c's worker of queue reads, as
+// CheckQueues found them.
+func PhysicalOf(c *Client, queue string) []string { return c.physical[queue] }

@@ -236,6 +236,60 @@ func (s *Store) PhysicalQueues(ctx context.Context, name string) ([]string, erro
 	return physicalNames(name, levels), nil
 }
 
+// QueueLayout is how a name a worker is given for a queue stands among
+// the priority levels pgbus made (QueueLayouts).
+type QueueLayout struct {
+	// Physical are its physical work queues, highest priority first, as
+	// PhysicalQueues returns them.
+	Physical []string
+	// LevelOf is, when the name is a priority level of another queue, that
+	// queue, as LevelOf says; "" otherwise. Level is which level.
+	LevelOf string
+	Level   int
+}
+
+// QueueLayouts returns the layout of each of names, as PhysicalQueues and
+// LevelOf say it, in one statement: a worker of hundreds of queues asked
+// twice per queue as it started.
+func (s *Store) QueueLayouts(ctx context.Context, names []string) (map[string]QueueLayout, error) {
+	asked := make([]string, 0, 2*len(names))
+	for _, name := range names {
+		if err := ValidatePhysicalName(name); err != nil {
+			return nil, err
+		}
+		asked = append(asked, name)
+		if base, _, ok := splitLevel(name); ok {
+			asked = append(asked, base)
+		}
+	}
+	rows, err := s.reads.Query(ctx, `SELECT queue_name, priorities FROM pgbus.queues WHERE queue_name = ANY($1::text[])`, asked)
+	var levels map[string]int
+	if err == nil {
+		levels = map[string]int{}
+		var name string
+		var n int
+		_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+			levels[name] = n
+			return nil
+		})
+	}
+	switch {
+	case isUndefinedTable(err):
+		// As PhysicalQueues says it.
+		return nil, &kindError{kind: errors.Join(ErrSchemaMissing, err), msg: fmt.Sprintf(
+			"queues %s: the database has no pgbus schema; migrate it first (Store.Migrate) with a role that may create tables", strings.Join(names, ", "))}
+	case err != nil:
+		return nil, fmt.Errorf("store: physical queues of %s: %w", strings.Join(names, ", "), err)
+	}
+	out := make(map[string]QueueLayout, len(names))
+	for _, name := range names {
+		l := QueueLayout{Physical: physicalNames(name, levels[name])}
+		l.LevelOf, l.Level, _ = LevelIn(levels, name)
+		out[name] = l
+	}
+	return out, nil
+}
+
 // QueueExists reports whether the table of physical queue name exists. It
 // asks the catalog each time: another process may have dropped the queue.
 func (s *Store) QueueExists(ctx context.Context, name string) (bool, error) {

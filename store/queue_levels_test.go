@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +329,47 @@ func TestQueueNamesThatClashWithTableObjectsAreRefused(t *testing.T) {
 	}
 	if err := s.CreateQueue(ctx, foreign); err != nil {
 		t.Errorf("create %s, made by another PGMQ client: %v; want it taken as it is", foreign, err)
+	}
+}
+
+// QueueLayouts says of each name, at once, what PhysicalQueues and LevelOf
+// say of it one at a time: a queue with levels, one of its levels, a name
+// of a level's form beyond its levels, and a plain queue.
+func TestQueueLayoutsAgreeWithPhysicalQueuesAndLevelOf(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := pgtest.Context(t)
+	pq := uniqueName("pq")
+	if err := s.CreatePriorityQueue(ctx, pq, 3); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DropQueue(context.Background(), pq) })
+	names := []string{pq, store.PriorityQueueName(pq, 2), store.PriorityQueueName(pq, 3), newQueue(t, s)}
+	layouts, err := s.QueueLayouts(ctx, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		physical, err := s.PhysicalQueues(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, level, ok, err := s.LevelOf(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			base, level = "", 0
+		}
+		got := layouts[name]
+		if !slices.Equal(got.Physical, physical) || got.LevelOf != base || got.Level != level {
+			t.Errorf("layout of %s = %+v; want physical %v, level %d of %q", name, got, physical, level, base)
+		}
+	}
+	if got := layouts[store.PriorityQueueName(pq, 2)]; got.LevelOf != pq || got.Level != 2 {
+		t.Errorf("layout of level 2 of %s = %+v", pq, got)
+	}
+	if _, err := s.QueueLayouts(ctx, []string{"bad name"}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("layout of a bad name: %v; want ErrInvalid", err)
 	}
 }
