@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,8 +64,11 @@ type Health struct {
 	// Omitted counts the reasons left out: past the response bound
 	// (Health), or past an overview's MaxReasons. Status and the totals
 	// count them.
-	Omitted int      `json:"omitted,omitempty" jsonschema_description:"Reasons left out so that the response stays under 16,000 characters: NOTICE ones, then DEGRADED ones, after every STALLED one. status counts them."`
-	Notes   []string `json:"notes,omitempty" jsonschema_description:"What was left out."`
+	Omitted int `json:"omitted,omitempty" jsonschema_description:"Reasons left out so that the response stays under 16,000 characters: NOTICE ones, then DEGRADED ones, after every STALLED one. status counts them."`
+	// NextCursor is, when a HealthRequest's Code listed some of its
+	// reasons, where the next page of them starts.
+	NextCursor string   `json:"next_cursor,omitempty" jsonschema_description:"With code: pass as cursor, with the same code, for the reasons left out. Absent on the last page."`
+	Notes      []string `json:"notes,omitempty" jsonschema_description:"What was left out."`
 	// Asks say how to see what notes say was left out, for each front
 	// end to word (WordAsks).
 	Asks []Ask `json:"-"`
@@ -120,6 +124,60 @@ func (r HealthReason) Key() ReasonKey {
 // STALLED reasons are listed first, NOTICE ones last; those past the
 // response bound are left out and counted.
 func (s *Service) Health(ctx context.Context) (_ Health, err error) {
+	return s.health(ctx, HealthRequest{})
+}
+
+// HealthRequest narrows the reasons of a verdict to those of one code, a
+// page at a time: those a verdict too long for its response left out.
+// The verdict and its totals still count every reason.
+type HealthRequest struct {
+	// Code lists only the reasons of this code, in the order of their
+	// queues; "" lists every reason.
+	Code string
+	// Cursor is the NextCursor of the page before, with the same Code;
+	// "" for the first page.
+	Cursor string
+}
+
+// healthCodes are the codes of HealthReason, as its schema lists them.
+var healthCodes = func() []string {
+	f, _ := reflect.TypeFor[HealthReason]().FieldByName("Code")
+	var codes []string
+	for part := range strings.SplitSeq(f.Tag.Get("jsonschema"), ",") {
+		if c, ok := strings.CutPrefix(part, "enum="); ok {
+			codes = append(codes, c)
+		}
+	}
+	return codes
+}()
+
+// check refuses a request health cannot answer, and returns where its
+// page starts: after the reason of that queue and subject.
+func (r HealthRequest) check() (after ReasonKey, err error) {
+	if r.Code != "" && !slices.Contains(healthCodes, r.Code) {
+		return after, invalidf("health: no reason has code %q: give one of %s, or none for every reason", r.Code, strings.Join(healthCodes, ", "))
+	}
+	if r.Cursor == "" {
+		return after, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(r.Cursor)
+	queue, subject, ok := strings.Cut(string(raw), "\x00")
+	if err != nil || !ok || r.Code == "" {
+		return after, invalidf("health: cursor %q is no next_cursor of the reasons of a code: pass it with the code it was given with, or leave it out for the first page", r.Cursor)
+	}
+	return ReasonKey{Code: r.Code, Queue: queue, Subject: subject}, nil
+}
+
+// healthCursor is the cursor of the page after the one ending with r.
+func healthCursor(r HealthReason) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(r.Queue + "\x00" + r.subject))
+}
+
+func (s *Service) health(ctx context.Context, req HealthRequest) (_ Health, err error) {
+	after, err := req.check()
+	if err != nil {
+		return Health{}, err
+	}
 	ctx, end, err := s.enter(ctx, "Health", reads)
 	if err != nil {
 		return Health{}, err
@@ -135,6 +193,9 @@ func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 	})
 	if err != nil {
 		return h, err
+	}
+	if req.Code != "" {
+		return s.healthPage(h, req, after), nil
 	}
 	rest := h
 	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 300)}
@@ -161,6 +222,30 @@ func (s *Service) Health(ctx context.Context) (_ Health, err error) {
 			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), strings.Join(parts, ", "), ResponseBudget))
 	}
 	return h, nil
+}
+
+// healthPage is h listing only the reasons of req.Code, in the order of
+// their queues and subjects, from after on, as many as fit its response.
+func (s *Service) healthPage(h Health, req HealthRequest, after ReasonKey) Health {
+	var of []HealthReason
+	for _, r := range h.Reasons {
+		if r.Code == req.Code && (req.Cursor == "" || cmp.Or(cmp.Compare(r.Queue, after.Queue), cmp.Compare(r.subject, after.Subject)) > 0) {
+			of = append(of, r)
+		}
+	}
+	slices.SortStableFunc(of, func(a, b HealthReason) int {
+		return cmp.Or(cmp.Compare(a.Queue, b.Queue), cmp.Compare(a.subject, b.subject))
+	})
+	h.Reasons = of
+	rest := h
+	rest.Reasons, rest.NextCursor, rest.Notes = nil, strings.Repeat("x", 100), append(slices.Clone(h.Notes), strings.Repeat("x", 300))
+	if n := fitList(s.opts.Bounds, &h.Reasons, rest); n > 0 && len(h.Reasons) > 0 {
+		h.Omitted = n
+		h.NextCursor = healthCursor(h.Reasons[len(h.Reasons)-1])
+		ask(&h.Notes, &h.Asks, AskNextPage, fmt.Sprintf("%d of the %d %s reasons from here %s listed so that the response stays under %d characters",
+			len(h.Reasons), len(h.Reasons)+n, req.Code, plural.Of(len(h.Reasons), "is", "are"), ResponseBudget), 0)
+	}
+	return h
 }
 
 // reasonsInTurns orders reasons for a list the response bound may cut:
@@ -218,7 +303,17 @@ func (r HealthReason) same(o HealthReason) bool { return r.key() == o.key() }
 // whatever the call timeout (HealthOrSlow). Other errors stay errors, but while the workers this process
 // runs are stopped (workers_stopped, which either verdict lists too).
 func (s *Service) HealthOrUnreachable(ctx context.Context) (Health, error) {
-	h, err := s.HealthOrSlow(ctx)
+	return s.HealthOf(ctx, HealthRequest{})
+}
+
+// HealthOf is HealthOrUnreachable listing the reasons req asks for: those
+// of one code, a page at a time. A request it cannot answer (a code no
+// reason has, a cursor it did not give) is refused with ErrInvalid.
+func (s *Service) HealthOf(ctx context.Context, req HealthRequest) (Health, error) {
+	if _, err := req.check(); err != nil {
+		return Health{}, err
+	}
+	h, err := s.healthOrSlow(ctx, req)
 	if err == nil || !errors.Is(err, ErrUnavailable) {
 		return h, err
 	}
@@ -283,13 +378,17 @@ func DatabaseRefused(err error) bool { return store.Refused(err) }
 // check, and one that answers a new connection at once, though the check
 // took longer, is DEGRADED, health_check_slow.
 func (s *Service) HealthOrSlow(ctx context.Context) (Health, error) {
+	return s.healthOrSlow(ctx, HealthRequest{})
+}
+
+func (s *Service) healthOrSlow(ctx context.Context, req HealthRequest) (Health, error) {
 	outer := ctx
 	if s.usable(ctx, "HealthOrSlow") == nil {
 		var end context.CancelFunc
 		ctx, end = s.healthBound(ctx)
 		defer end()
 	}
-	h, err := s.Health(ctx)
+	h, err := s.health(ctx, req)
 	if err != nil && !errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrLockWait) && !errors.Is(err, errPoolBusy) {
 		if _, stopped := s.StoppedWorkers(); stopped && outer.Err() == nil {
 			// The verdict that matters most is known without the read

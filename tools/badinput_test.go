@@ -60,7 +60,7 @@ func TestBadInput(t *testing.T) {
 		{"pgbus_queue_messages", map[string]any{"queue": q, "state": "dead"}, []string{"state \"dead\" is unknown"}},
 		{"pgbus_queue_messages", map[string]any{"queue": q, "cursor": "zzz"}, []string{"cursor is not valid for this server"}},
 		{"pgbus_queue_stats", map[string]any{"queue": 7}, []string{"queue must be a string, not a number"}},
-		{"pgbus_health", map[string]any{"verbose": true}, []string{`unknown argument "verbose"`, "takes no arguments"}},
+		{"pgbus_health", map[string]any{"verbose": true}, []string{`unknown argument "verbose"`, "this tool takes: code, cursor"}},
 		{"pgbus_audit", map[string]any{"limit": 101}, []string{"out of range"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": 5}, []string{"ids must be an array of integers, not a number"}},
 		{"pgbus_dlq_retry", map[string]any{"ids": []any{"a"}}, []string{"ids", "integer"}},
