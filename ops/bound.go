@@ -312,19 +312,24 @@ func (s *Service) lockWaitError(b *callBound, err error) error {
 
 // againOnceFree gives *err, the error of a read given up while it waited
 // for a lock another session holds (lockWaitError, or the call's bound
-// passed in that wait) or for a connection of a pool other calls held, the
-// call itself again as its next step: op with the arguments kv, as hint
-// takes them. Its text says to try it again once that session ends or the
-// pool frees, and the health check, which may read no table that session
-// holds, would say OK. An error that carries steps of its own keeps them.
+// passed in that wait) or for a connection of a pool other calls held,
+// or that found a DLQ dropped under each of its reads of every DLQ
+// (store.QueuesChangedError), the call itself again as its next step: op
+// with the arguments kv, as hint takes them. Its text says to try it
+// again (once that session ends or the pool frees), and the health check,
+// which may read no table that session holds, would say OK. An error that carries steps of its own keeps them.
 // A read defers it before explainDB, whose error it completes.
 func againOnceFree(err *error, op string, kv ...any) {
 	var e *Error
-	if *err == nil || !errors.Is(*err, ErrLockWait) && !errors.Is(*err, errPoolBusy) || !errors.As(*err, &e) || len(e.Hints) > 0 {
+	changed := errors.As(*err, new(*store.QueuesChangedError))
+	if *err == nil || !errors.Is(*err, ErrLockWait) && !errors.Is(*err, errPoolBusy) && !changed || !errors.As(*err, &e) || len(e.Hints) > 0 {
 		return
 	}
 	why := "the same call again, once the session that holds the lock ends its transaction"
-	if !errors.Is(*err, ErrLockWait) {
+	switch {
+	case changed:
+		why = "the same call again, which reads the queues as they are then"
+	case !errors.Is(*err, ErrLockWait):
 		why = "the same call again, once fewer calls hold the pool's connections"
 	}
 	e.Hints = []Hint{hint(op, why, kv...)}

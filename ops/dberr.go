@@ -110,6 +110,10 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = tablesHeldError(held)
 		return
 	}
+	if changed, ok := errors.AsType[*store.QueuesChangedError](*err); ok {
+		*err = queuesChangedError(*err, changed, e)
+		return
+	}
 	if explainedUnavailable(*err) {
 		// A call made inside this one (the reads before a write) said
 		// already why the database could not serve it.
@@ -563,8 +567,10 @@ func unanswered(err error) string {
 type cause struct {
 	msg string
 	err error
-	// lockWait: the call waited for another session's lock, which the
-	// health check, saying the database answers, does nothing about.
+	// lockWait: the call waited for another session's lock, or met
+	// queues dropped under each of its reads (store.QueuesChangedError),
+	// which the health check, saying the database answers, does nothing
+	// about.
 	lockWait bool
 }
 
@@ -783,4 +789,32 @@ func tablesHeldError(held *store.TablesHeldError) error {
 		msg += "; nothing was dropped: try again in a moment, with a longer database call timeout if the queue is busy"
 	}
 	return &Error{Msg: msg, Err: errors.Join(ErrUnavailable, ErrLockWait, held)}
+}
+
+// queuesChangedError is err, a read of every DLQ that found a DLQ dropped
+// at each of its reads (changed), said as what it is: queues created or
+// dropped meanwhile, not a database in trouble, and the same call again
+// as what to do. It is of kind unavailable, as a read given up on a lock
+// is (the same call may succeed in a moment), without the health check,
+// which would say OK. A bulk call stopped partway keeps its own error,
+// which says what it did: only its cause is said so.
+func queuesChangedError(err error, changed *store.QueuesChangedError, e effect) error {
+	msg := fmt.Sprintf("the queues changed during the read (queues were created or dropped meanwhile): each of its %d reads of every DLQ found one it listed dropped before it read it (%v)", changed.Reads, changed.Err)
+	if partial, again := partialCause(err); partial != nil {
+		c := cause{msg: msg, err: errors.Join(ErrUnavailable, *partial), lockWait: true}
+		if again {
+			c.msg += "; try again"
+		}
+		*partial = c
+		return err
+	}
+	parts := []string{msg}
+	switch {
+	case e.once():
+		parts = append(parts, nothingChanged)
+	case e == writesInSteps:
+		parts = append(parts, e.changed(false))
+	}
+	parts = append(parts, "try again")
+	return &Error{Msg: strings.Join(parts, "; "), Err: errors.Join(ErrUnavailable, err)}
 }

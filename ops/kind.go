@@ -28,6 +28,9 @@ const (
 	KindNotAsked = "not_asked"
 	// KindUnavailable: the database did not answer, or took no
 	// connections (ErrUnavailable); the same call may succeed once it does.
+	// So may a call that another session's lock held up, or a read of
+	// every DLQ that queues created or dropped meanwhile cut short at each
+	// of its reads (store.QueuesChangedError), which are of this kind too.
 	KindUnavailable = "unavailable"
 	// KindStopped: the call was cancelled or ran out of time before it
 	// finished; what it did before stays done.

@@ -183,8 +183,28 @@ func (q *deadQuery) union(cols string, more func(dlq string) string, tail string
 // the reads are spread over about 1.3 s.
 const deadReadAttempts = 8
 
+// QueuesChangedError is a read of every DLQ that found, at each of its
+// reads, a DLQ it listed dropped before it read it: queues were created
+// or dropped meanwhile, faster than the reads could keep up with. Nothing
+// is wrong with the database; the same read again may succeed.
+type QueuesChangedError struct {
+	// Reads is how many times the DLQs were listed and read.
+	Reads int
+	// Err is the last read's failure, a DLQ's table not found.
+	Err error
+}
+
+// Error says that the queues changed during the read, and to try again.
+func (e *QueuesChangedError) Error() string {
+	return fmt.Sprintf("store: the queues changed during the read (queues were created or dropped meanwhile): each of %d reads of every DLQ found one dropped; try again (%v)", e.Reads, e.Err)
+}
+
+// Unwrap returns the last read's failure.
+func (e *QueuesChangedError) Unwrap() error { return e.Err }
+
 // runDead compiles f and runs fn on it. Over every DLQ, a DLQ dropped in the
-// meantime makes it list the DLQs again, up to deadReadAttempts reads.
+// meantime makes it list the DLQs again, up to deadReadAttempts reads;
+// when each of them found one dropped, it returns a QueuesChangedError.
 func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery) error) error {
 	for attempt := 0; ; attempt++ {
 		q, err := s.compileDead(ctx, f)
@@ -202,7 +222,7 @@ func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery)
 			return s.dlqMissing(ctx, q.dlqs[0])
 		}
 		if attempt+1 >= deadReadAttempts {
-			return fmt.Errorf("store: dead-letter queues changed while reading them; try again: %w", err)
+			return &QueuesChangedError{Reads: deadReadAttempts, Err: err}
 		}
 		// Queues made and dropped in a burst (a test suite's, a tenant's
 		// setup) drop another between each listing and read when read

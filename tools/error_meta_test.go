@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
 )
@@ -39,6 +41,13 @@ func (e *env) metaOf(t *testing.T, name string, args any) errorMeta {
 	if !res.IsError {
 		t.Fatalf("%s(%v): want a tool error, got %s", name, args, resultText(res))
 	}
+	return metaOfResult(t, name, res)
+}
+
+// metaOfResult is metaOf for res, the tool error of a call of tool name
+// already made.
+func metaOfResult(t *testing.T, name string, res *mcp.CallToolResult) errorMeta {
+	t.Helper()
 	if res.StructuredContent != nil || len(res.RawStructuredContent) > 0 {
 		t.Errorf("%s: the error has structured content %v", name, res.StructuredContent)
 	}
