@@ -11,10 +11,14 @@ import (
 // A group's key no DLQ holds any more (one saved before an upgrade
 // regrouped error texts): a retry by it is a not_found error saying so,
 // with the summary of the other filters as its next call; a list by it
-// says so in a note, with the same next call. Nothing moves.
+// says so in a note, with the same next call. Nothing moves. Whether the
+// key is held in another DLQ is read from every DLQ, on a database of the
+// test's own: on the shared one, other tests' queues, made and dropped all
+// the while, could cut every read of them short (the queues changed
+// during the read) on a busy machine.
 func TestGroupKeyHeldNowhereTools(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ops.Options{})
+	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "mail", Class: "Bounce", Message: "mailbox full"})
 	key := "9906b02f-1b2d-3e4f-8a9b-0c1d2e3f4a5b"
