@@ -170,7 +170,8 @@ type DeadGroup struct {
 	// compares it: quoted values without spaces, e-mail addresses, uuids,
 	// hex strings, identifiers mixing letters and digits, and numbers
 	// replaced by <str>, <email>, <uuid>, <hex>, <id> and <n>; quoted prose
-	// stays (pgbus.dlq_error_norm).
+	// stays, and so does a character stored as an escape (\u041e), digits
+	// and all (pgbus.dlq_error_norm).
 	ErrorPattern string `json:"error_pattern"`
 	// Group is the group's key, for a filter that selects exactly its
 	// messages (DeadFilter.Group): a uuid made of the source queue, kind,

@@ -137,6 +137,15 @@ func TestDeadErrorNormBounds(t *testing.T) {
 		"to <ops7@example.org>, cc a@b.io; from x@localhost": "to <<email>>, cc <email>; from x@localhost",
 		"dial postgres://svc:xxxxx@db.internal/app failed":   "dial postgres://svc:xxxxx@db.internal/app failed",
 		"GET https://bob@api.example.com/v1 refused":         "GET https://bob@api.example.com/v<n> refused",
+		// A character written as an escape, as a database in LATIN1
+		// stores one it has no room for (Ошибка as \u041e...), is that
+		// character, its digits kept: two words are two causes.
+		`\u0442\u0435\u0441\u0442 7 failed`:        `\u0442\u0435\u0441\u0442 <n> failed`,
+		`\u0432\u0440\u0435\u0434 7 failed`:        `\u0432\u0440\u0435\u0434 <n> failed`,
+		`\u04142 and \u0414.5`:                     `\u0414<n> and \u0414.<n>`,
+		`\U0001f600 at 12, \ufeed`:                 `\U0001f600 at <n>, \ufeed`,
+		`mail to \u0430\u0431@example.com bounced`: "mail to <email> bounced",
+		`C:\tmp\k7Xq2Lp9.log and \u0430x12 gone`:   `C:\tmp\<id>.log and \u0430x<n> gone`,
 	} {
 		if err := s.Pool().QueryRow(testContext(t), `SELECT pgbus.dlq_error_norm($1)`, in).Scan(&norm); err != nil || norm != want {
 			t.Fatalf("dlq_error_norm(%q) = %q, %v; want %q", in, norm, err, want)
@@ -328,4 +337,69 @@ func TestMigrationGroupsEmails(t *testing.T) {
 	if plan := explainProbe(t, s, dlq); !strings.Contains(plan, "q_"+dlq+"_cause_idx") {
 		t.Fatalf("the summary's probe of a group does not use the group index:\n%s", plan)
 	}
+}
+
+// latin1Messages are errors as a database in LATIN1 stores them, their
+// Cyrillic written as escapes (textFit): the first two differ by a number
+// alone, the third says another thing in as many letters.
+var latin1Messages = []string{`\u0442\u0435\u0441\u0442 7 failed`, `\u0442\u0435\u0441\u0442 8 failed`, `\u0432\u0440\u0435\u0434 7 failed`}
+
+// Migration 35 regroups the dead messages of a DLQ whose error texts hold
+// characters written as escapes, which the normalization before it took
+// for numbers, making one group of different causes: its index is rebuilt
+// and its groups recounted. A DLQ whose texts hold no escape keeps its
+// index as it was, unbuilt again; one whose groups are not counted has its
+// messages read for escapes instead, and is rebuilt when they hold some.
+func TestMigrationKeepsEscapedCharacters(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const before = 34
+	url, all := migratedUpTo(t, pgtest.NewLatin1Database(t), before)
+	if m := all[before]; !strings.Contains(m.SQL, `(?<!\\u[0-9a-fA-F]{0,3})`) {
+		t.Fatalf("migration %d (%s) no longer keeps escapes whole: pick the migration that does", m.Version, m.Name)
+	}
+	s, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	// untracked's groups are not counted: its triggers are off.
+	q, plain, untracked := uniqueName("old"), uniqueName("plain"), uniqueName("untracked")
+	dlq := store.DLQName(q)
+	for _, name := range []string{q, plain, untracked} {
+		if err := s.CreateQueue(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadAsAnOldVersion(t, s, q, "k", latin1Messages)
+	deadAsAnOldVersion(t, s, plain, "k", causeMessages[:2])
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE pgmq."q_`+store.DLQName(untracked)+`" DISABLE TRIGGER pgbus_dlq_groups_ins`); err != nil {
+		t.Fatal(err)
+	}
+	deadAsAnOldVersion(t, s, untracked, "k", latin1Messages)
+	if n := dlCount(t, s, `SELECT count(*) FROM pgbus.dlq_group_counts WHERE dlq = $1`, dlq); n != 1 {
+		t.Fatalf("before migration %d: %d groups counted, want 1 (every escape's digits a number)", before+1, n)
+	}
+	filenode := func(queue string) int {
+		return dlCount(t, s, `SELECT pg_relation_filenode(to_regclass($1))::bigint`, `pgmq."q_`+store.DLQName(queue)+`_cause_idx"`)
+	}
+	kept, rebuilt := filenode(plain), filenode(untracked)
+	if st, err := s.Migrate(ctx); err != nil || st.Applied != len(all)-before {
+		t.Fatalf("migrate = %+v, %v", st, err)
+	}
+	gs := checkGroups(t, s, dlq, store.DeadFilter{Queue: q}, "after the migration")
+	if len(gs) != 2 || gs[0].ErrorPattern != `\u0442\u0435\u0441\u0442 <n> failed` || gs[0].Count != 2 ||
+		gs[1].ErrorPattern != `\u0432\u0440\u0435\u0434 <n> failed` || gs[1].Count != 1 {
+		t.Fatalf("after the migration:%s\nwant 2 of %s, 1 of %s", dumpGroups(gs), latin1Messages[0], latin1Messages[2])
+	}
+	if plan := explainProbe(t, s, dlq); !strings.Contains(plan, "q_"+dlq+"_cause_idx") {
+		t.Fatalf("the summary's probe of a group does not use the group index:\n%s", plan)
+	}
+	if filenode(plain) != kept {
+		t.Errorf("the migration rebuilt the group index of %s, whose error texts hold no escape", plain)
+	}
+	if filenode(untracked) == rebuilt {
+		t.Errorf("the migration did not rebuild the group index of %s, whose groups are not counted and whose error texts hold escapes", untracked)
+	}
+	checkGroups(t, s, store.DLQName(plain), store.DeadFilter{Queue: plain}, "after the migration")
 }

@@ -46,8 +46,14 @@ func storeAtVersion(t *testing.T, version int) (*store.Store, []schema.Migration
 // as an older pgbus left it, and returns its URL and every migration.
 func databaseAtVersion(t *testing.T, version int) (string, []schema.Migration) {
 	t.Helper()
+	return migratedUpTo(t, pgtest.NewDatabase(t), version)
+}
+
+// migratedUpTo migrates the empty database of url only up to version, as
+// databaseAtVersion does, and returns url and every migration.
+func migratedUpTo(t *testing.T, url string, version int) (string, []schema.Migration) {
+	t.Helper()
 	ctx := testContext(t)
-	url := pgtest.NewDatabase(t)
 	conn := connect(t, url, "")
 	all, err := schema.All()
 	if err != nil || len(all) <= version {
