@@ -20,9 +20,16 @@ const (
 	// all of them together.
 	MaxSendManyBytes = 256 << 20
 	// SendManyBatch is how many payloads SendMany sends in one
-	// transaction: each batch is written all or none, and a failure
+	// transaction at most: each batch is written all or none, and a failure
 	// leaves the batches before it sent.
 	SendManyBatch = 1000
+	// SendManyBatchBytes is how many bytes of payloads SendMany sends in
+	// one transaction at most, but for a single payload larger than it:
+	// a batch of large payloads holds fewer than SendManyBatch, so that
+	// one statement never carries hundreds of MiB, which no database call
+	// timeout lets through and which the process would hold several
+	// times over to send.
+	SendManyBatchBytes = 16 << 20
 )
 
 // SendManyRequest is many payloads to send to one queue with the same
@@ -183,7 +190,8 @@ func PayloadReason(err error) error {
 func payloadError(err error, i int) error { return &payloadErr{index: i, err: err} }
 
 // SendMany sends payloads to one queue, each a message with the same
-// options, in order, in batches of SendManyBatch, each all or none. Every
+// options, in order, in batches of SendManyBatch, or fewer when they pass
+// SendManyBatchBytes, each all or none. Every
 // payload is checked before anything is sent. It is one entry in the
 // audit log, counting what was sent. One of more than one batch records
 // its start there too, before its first batch, and how far it went in
@@ -229,15 +237,17 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 	opts := engine.SendOptions{Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, Headers: req.Headers, Priority: req.Priority}
 	out = SentMany{Queue: req.Queue, MsgIDs: make([]int64, 0, len(req.Payloads)), Priority: req.Priority}
 	var noted json.RawMessage
-	if len(req.Payloads) > SendManyBatch {
+	ends := batchEnds(req.Payloads)
+	if len(ends) > 1 {
 		// Several transactions: a process killed between two leaves what
 		// it sent, which its entry says.
 		a := args()
 		noted = auditJSON(a)
 		s.startAudit(ctx, OpSend, a)
 	}
-	for start := 0; start < len(req.Payloads); start += SendManyBatch {
-		part := req.Payloads[start:min(start+SendManyBatch, len(req.Payloads))]
+	start := 0
+	for _, end := range ends {
+		part := req.Payloads[start:end]
 		ids, err := s.sendBatch(ctx, req.Queue, part, opts, noted, req.progress(start+len(part)))
 		if bm, ok := errors.AsType[*engine.BatchMessageError](err); ok {
 			// The engine counts from the batch's start; the caller, from
@@ -269,8 +279,29 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		if req.Progress != nil {
 			req.Progress(ids, len(out.MsgIDs))
 		}
+		start = end
 	}
 	return out, nil
+}
+
+// batchEnds splits payloads into the batches SendMany sends, each in a
+// transaction of its own: at most SendManyBatch payloads and
+// SendManyBatchBytes bytes, but at least one payload. It returns where
+// each batch ends, in order.
+func batchEnds(payloads []json.RawMessage) []int {
+	var ends []int
+	n, bytes := 0, 0
+	for i, p := range payloads {
+		if n > 0 && (n == SendManyBatch || bytes+len(p) > SendManyBatchBytes) {
+			ends = append(ends, i)
+			n, bytes = 0, 0
+		}
+		n, bytes = n+1, bytes+len(p)
+	}
+	if n > 0 {
+		ends = append(ends, len(payloads))
+	}
+	return ends
 }
 
 // sendInputArg is the audit argument, and the argument of the next step

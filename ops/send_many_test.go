@@ -110,3 +110,33 @@ func TestSendManyFailingMidwaySaysWhatWasSent(t *testing.T) {
 		t.Fatalf("audit rows %+v; want one error entry counting the 1000 sent", rows)
 	}
 }
+
+// Large payloads go in transactions of at most SendManyBatchBytes, not
+// SendManyBatch of them at once: three of 6 MiB, each under what a message
+// may carry, are two transactions, the first of two payloads, so that no
+// one statement carries the whole input (hundreds of MiB, which no database
+// call timeout lets through and which the process held several times over
+// to send it).
+func TestSendManyBoundsEachTransactionsBytes(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	ctx := testContext(t)
+
+	payload := json.RawMessage(`"` + strings.Repeat("x", 6<<20) + `"`)
+	payloads := []json.RawMessage{payload, payload, payload}
+	var commits []int
+	out, err := svc.SendMany(ctx, ops.SendManyRequest{Queue: q, Payloads: payloads, Progress: func(_ []int64, sent int) {
+		commits = append(commits, sent)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.MsgIDs) != 3 || pgtest.Live(t, s, q) != 3 {
+		t.Fatalf("%d ids returned, %d messages in the queue; want 3", len(out.MsgIDs), pgtest.Live(t, s, q))
+	}
+	if len(commits) != 2 || commits[0] != 2 || commits[1] != 3 {
+		t.Fatalf("transactions committed with %v payloads sent so far; want [2 3]: at most %d bytes a transaction", commits, ops.SendManyBatchBytes)
+	}
+}
