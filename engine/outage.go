@@ -69,6 +69,10 @@ type outage struct {
 	// diskFull: the server could not write for want of disk space, while
 	// reads went on answering.
 	diskFull bool
+	// noFiles: this process had no file descriptor left to open a
+	// connection with (store.OutOfFiles), while the pool's open
+	// connections went on answering.
+	noFiles bool
 
 	// poolWaitSaid is when a wait for a connection of a busy pool was last
 	// said at warn (sayPoolWait).
@@ -94,10 +98,11 @@ func (o *outage) failed(err error) bool {
 	readOnly := store.LimitOf(err) == store.LimitReadOnly
 	code, _ := store.SQLState(err)
 	diskFull := code == "53100" // disk_full
+	noFiles := store.OutOfFiles(err)
 	// A password changed, or pg_hba.conf changed, under running workers:
 	// their open connections go on, the new ones are refused.
 	refused := strings.HasPrefix(code, "28")
-	if !crowded && !readOnly && !diskFull && !refused && !store.IsUnreachable(err) && !unanswered(err) {
+	if !crowded && !readOnly && !diskFull && !refused && !noFiles && !store.IsUnreachable(err) && !unanswered(err) {
 		return false
 	}
 	if readOnly && o.renew != nil {
@@ -107,25 +112,25 @@ func (o *outage) failed(err error) bool {
 	defer o.mu.Unlock()
 	now := time.Now()
 	o.last = now
-	cause := outageCause{crowded: crowded, readOnly: readOnly, diskFull: diskFull, refused: refused}
+	cause := outageCause{crowded: crowded, readOnly: readOnly, diskFull: diskFull, refused: refused, noFiles: noFiles}
 	switch {
 	case !o.down.Load():
 		o.down.Store(true)
-		o.since, o.said, o.crowded, o.readOnly, o.diskFull, o.refused = now, now, crowded, readOnly, diskFull, refused
+		o.since, o.said, o.crowded, o.readOnly, o.diskFull, o.refused, o.noFiles = now, now, crowded, readOnly, diskFull, refused, noFiles
 		o.sayStart(cause, code, err)
-	case crowded && !o.crowded || readOnly && !o.readOnly || diskFull && !o.diskFull || refused && !o.refused:
+	case crowded && !o.crowded || readOnly && !o.readOnly || diskFull && !o.diskFull || refused && !o.refused || noFiles && !o.noFiles:
 		// The cause shows itself only now: a pool waiting for a slot the
 		// server will not give first fails as a call that got no answer.
 		// Said at once, with what to do, rather than a minute on.
 		o.said = now
-		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
+		o.note(cause)
 		o.sayStart(cause, code, err)
 	case now.Sub(o.said) >= outageReminder:
 		o.said = now
-		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
+		o.note(cause)
 		o.sayStill(cause, now.Sub(o.since).Round(time.Second).String(), err)
 	default:
-		o.crowded, o.readOnly, o.diskFull, o.refused = o.crowded || crowded, o.readOnly || readOnly, o.diskFull || diskFull, o.refused || refused
+		o.note(cause)
 	}
 	return true
 }
@@ -147,12 +152,21 @@ func (o *outage) sayPoolWait(err error) {
 
 // outageCause is what one failure says of an outage's cause; none of
 // them is a database that does not answer.
-type outageCause struct{ crowded, readOnly, diskFull, refused bool }
+type outageCause struct{ crowded, readOnly, diskFull, refused, noFiles bool }
+
+// note adds the cause of one failure to those met in this outage; o.mu
+// is held.
+func (o *outage) note(c outageCause) {
+	o.crowded, o.readOnly, o.diskFull, o.refused, o.noFiles = o.crowded || c.crowded, o.readOnly || c.readOnly, o.diskFull || c.diskFull, o.refused || c.refused, o.noFiles || c.noFiles
+}
 
 // sayStart logs an outage, or a cause of it met only now, in full: what
 // it is, what the workers do meanwhile, and what ends it.
 func (o *outage) sayStart(c outageCause, code string, err error) {
 	switch {
+	case c.noFiles:
+		o.log.Warn("pgbus: this process cannot open connections to the database: it has no file descriptor left; the workers keep their running jobs, hold the outcomes to write, and retry until it can, saying so here once a minute; "+
+			"to end it, raise the process's limit of open files (ulimit -n, LimitNOFILE= in a systemd unit, the container's nofile limit) or lower the queues' concurrency", "err", err)
 	case c.refused:
 		o.log.Warn("pgbus: the database refuses this role's new connections (its password changed, or pg_hba.conf no longer lets it in from here); "+
 			"the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute: "+
@@ -176,6 +190,9 @@ func (o *outage) sayStart(c outageCause, code string, err error) {
 // sayStill logs that an outage lasts, for how long, and what ends it.
 func (o *outage) sayStill(c outageCause, lasted string, err error) {
 	switch {
+	case c.noFiles:
+		o.log.Warn("pgbus: this process still has no file descriptor left to open connections to the database with; the workers retry until it can: raise its limit of open files (ulimit -n, LimitNOFILE=) or lower the queues' concurrency",
+			"for", lasted, "err", err)
 	case c.refused:
 		o.log.Warn("pgbus: the database still refuses this role's new connections; the workers retry until it takes them: put the role's current password in the database URL and restart the process, or have the DBA let the role in again",
 			"for", lasted, "err", err)
@@ -218,7 +235,7 @@ func (o *outage) answered(start time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	quiet := downQuiet
-	if o.crowded || o.readOnly || o.diskFull || o.refused {
+	if o.crowded || o.readOnly || o.diskFull || o.refused || o.noFiles {
 		quiet = crowdedQuiet
 	}
 	if !o.down.Load() || start.Before(o.since) || time.Since(o.last) < quiet {
@@ -228,6 +245,11 @@ func (o *outage) answered(start time.Time) {
 	select {
 	case o.ended <- struct{}{}:
 	default:
+	}
+	if o.noFiles {
+		o.log.Info("pgbus: this process opens connections to the database again; the workers carry on",
+			"after", time.Since(o.since).Round(100*time.Millisecond).String())
+		return
 	}
 	if o.diskFull {
 		o.log.Info("pgbus: the database server can write again; the workers carry on",

@@ -405,6 +405,9 @@ func unreachableError(err error, e effect) error {
 		parts = append(parts, "the connection broke during a step, which may or may not have been done, and the steps of this call done before it stay done: check what is left before calling again")
 	}
 	again := "try the call again once the database answers"
+	if store.OutOfFiles(err) {
+		again = "try the call again once the process has file descriptors to spare"
+	}
 	if store.EndedByAdministrator(err) {
 		again = "try the call again: it runs on a new session, at once if an administrator ended the last one, once the database answers again if it was shutting down"
 	}
@@ -551,10 +554,14 @@ func (e effect) changed(atConnect bool) string {
 	return ""
 }
 
-// unanswered says that the database does not answer, or that it ended
-// the call's session (store.EndedByAdministrator), with err, its failure,
-// in parentheses.
+// unanswered says that the database does not answer, that it ended the
+// call's session (store.EndedByAdministrator), or that this process had
+// no file descriptor left to ask it with (store.OutOfFiles), with err,
+// its failure, in parentheses.
 func unanswered(err error) string {
+	if store.OutOfFiles(err) {
+		return fmt.Sprintf("%s (%v)", store.OutOfFilesAdvice, err)
+	}
 	if store.EndedByAdministrator(err) {
 		return fmt.Sprintf("the database ended the call's session, as an administrator does (pg_terminate_backend) or the server does when it shuts down (%v)", err)
 	}

@@ -628,6 +628,20 @@ func EndedByAdministrator(err error) bool {
 	return code == "57P01"
 }
 
+// OutOfFiles reports whether err is this process failing to open a
+// connection for want of a file descriptor: its own limit of open files
+// reached (EMFILE, ulimit -n), or the system's (ENFILE). The database was
+// never asked: what cures it is on this machine, and it passes as the
+// process closes files, as a crowded server passes as other clients let
+// their connections go.
+func OutOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
+// OutOfFilesAdvice says what to do about a process that has no file
+// descriptor left to open a connection with.
+const OutOfFilesAdvice = "this process has no file descriptor left to open a connection to the database with (too many open files), so the database was not asked: raise the process's limit of open files (ulimit -n, LimitNOFILE= in a systemd unit, the container's nofile limit), or have it hold fewer at once (lower concurrency, fewer clients of its HTTP server)"
+
 // IsCrowded reports whether err is the server refusing a connection
 // because it has as many as it allows (SQLSTATE 53300: max_connections,
 // or a role's or database's CONNECTION LIMIT). Like a server that does not

@@ -523,6 +523,9 @@ func connectAdvice(err error) string {
 	if errors.As(err, &late) {
 		return "it is frozen or overloaded, or, behind PgBouncer, PgBouncer has no server connection to give (its pool full or paused, or PostgreSQL unreachable): try again shortly, and if it goes on check the server and the pooler"
 	}
+	if OutOfFiles(err) {
+		return OutOfFilesAdvice
+	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		if strings.Contains(err.Error(), "server refused TLS connection") {
