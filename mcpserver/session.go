@@ -23,6 +23,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/clientaddr"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/metrics"
 )
 
@@ -73,6 +74,12 @@ type sessions struct {
 	// streams counts the event streams under way: GET requests of open
 	// sessions, and subscriptions/listen requests of protocol 2026-07-28.
 	streams atomic.Int64
+	// endedForRoom tells the log of sessions ended to make room for new
+	// ones at the first and then once a minute, with how many meanwhile:
+	// a client that opens a session per request would make a line of
+	// every request.
+	endedForRoom quietlog.Log
+	endedUntold  atomic.Int64
 }
 
 // openNow is what m holds open now: the sessions whose initialize was
@@ -530,7 +537,14 @@ func (m *sessions) startSession(w http.ResponseWriter, r *http.Request, next htt
 		return
 	}
 	if ended != "" {
-		m.log.Info("MCP session ended, idle the longest, to make room for a new one", "idle", idle.Round(time.Second), "max_sessions", m.max)
+		if m.endedForRoom.Due(time.Now()) {
+			// The bound's key names no session: the log's redaction hides
+			// the values of keys that do.
+			m.log.Info("MCP session ended, idle the longest, to make room for a new one (said at most once a minute)",
+				"idle", idle.Round(time.Second), "max", m.max, "ended_since_last_said", m.endedUntold.Swap(0))
+		} else {
+			m.endedUntold.Add(1)
+		}
 		m.end(ended)
 	}
 	slot := &issued{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,5 +152,24 @@ func TestSessionIdleTimeoutChecked(t *testing.T) {
 		if err := (mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, SessionIdleTimeout: d}).Check(); err != nil {
 			t.Errorf("an idle timeout of %s: %v", d, err)
 		}
+	}
+}
+
+// Sessions ended to make room for new ones are told to the log at the
+// first and then once a minute with how many were ended meanwhile, not
+// one line per session: a client that opens a session per request made
+// a line of every request. The line shows the bound, which the log's
+// redaction hid under a key naming sessions.
+func TestSessionsEndedForRoomAreLoggedOnceAMinute(t *testing.T) {
+	t.Parallel()
+	var logs pgtest.SyncBuffer
+	base := serveHTTP(t, deps(t, testStore(t)), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, MaxSessions: 1,
+		Logger: slog.New(ops.RedactingHandler(slog.NewTextHandler(&logs, nil)))})
+	for range 6 {
+		rawSession(t, base) // each ends the one before, idle the longest
+	}
+	got := logs.String()
+	if n := strings.Count(got, "to make room for a new one"); n != 1 || !strings.Contains(got, "max=1") {
+		t.Fatalf("five sessions ended to make room: %d lines, want one, showing the bound (max=1):\n%s", n, got)
 	}
 }
