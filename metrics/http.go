@@ -240,6 +240,18 @@ func (p *probes) verdict(ctx context.Context) (int, Readiness) {
 			Code: "database_unreachable", Message: "the database refused the health check's connection (the process's log has its error); " + ops.DatabaseAdvice(err)}}}
 		return p.code, p.answer
 	}
+	if err != nil && ops.OutOfFiles(err) {
+		// This process could not open the check's connection for want of
+		// a file descriptor: the database was not asked, so it is no
+		// database that did not answer.
+		p.at = time.Now()
+		if p.warned.Due(p.at) {
+			p.opts.Logger.Warn("pgbus: /readyz: this process has no file descriptor left to open the health check's connection; said here once a minute while it lasts", "err", err)
+		}
+		p.code, p.answer = http.StatusServiceUnavailable, Readiness{Status: Unreachable, Reasons: []ReadyReason{{Status: Unreachable,
+			Code: "database_unreachable", Message: "the health check could not open a connection to the database (the process's log has its error); " + ops.DatabaseAdvice(err)}}}
+		return p.code, p.answer
+	}
 	if err != nil {
 		// An error of this request's own context says nothing of the
 		// database: do not keep it.

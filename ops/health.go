@@ -353,6 +353,12 @@ func DatabaseAdvice(err error) string {
 	return ""
 }
 
+// OutOfFiles reports whether err, the error of an operation, is this
+// process failing to open a connection for want of a file descriptor (a
+// low ulimit -n): the database was not asked, and DatabaseAdvice says
+// what limit to raise.
+func OutOfFiles(err error) bool { return store.OutOfFiles(err) }
+
 // DatabaseRefused reports whether err, the error of an operation, holds a
 // connection the database (or a connection pooler in front of it)
 // answered and refused at its login: a password changed since the process

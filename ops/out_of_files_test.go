@@ -57,4 +57,9 @@ func TestOutOfFilesIsSaidAsTheProcesssLimit(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "file descriptor") || !strings.Contains(msg, "ulimit -n") || strings.Contains(msg, "does not answer") {
 		t.Errorf("queues with no file descriptor left to connect with: %q; want the process's limit of open files, not a database that does not answer", msg)
 	}
+	// The health check's advice, which a probe gives without the error,
+	// says so too.
+	if advice := ops.DatabaseAdvice(err); !strings.Contains(advice, "file descriptor") || !ops.OutOfFiles(err) {
+		t.Errorf("advice for a call with no file descriptor left: %q (OutOfFiles %v); want the process's limit of open files", advice, ops.OutOfFiles(err))
+	}
 }

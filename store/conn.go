@@ -95,12 +95,16 @@ func poolGaveUp(err error) bool {
 // reached or used: a connection that failed (Ping's, or one the pool made
 // for a statement that the server refused, Refused), a connection
 // pooler (PgBouncer) that cannot reach PostgreSQL or has no server
-// connection to give, a pool whose every connection failed its check. It
+// connection to give, a pool whose every connection failed its check, a
+// process with no file descriptor left to open a connection (OutOfFiles). It
 // names no host, user or database, unlike err, for a caller that may not
 // show err (a probe served without a token); "" when the store gave none.
 func Advice(err error) string {
 	var ce *connectError
 	switch {
+	case OutOfFiles(err):
+		// No connection was asked of the server, whoever tried to open it.
+		return OutOfFilesAdvice
 	case errors.As(err, &ce):
 		return connectAdvice(ce.err)
 	case Refused(err):
