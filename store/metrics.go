@@ -18,7 +18,9 @@ type QueueMetrics struct {
 	NewestAge        time.Duration `json:"newest_age_ns"`
 	OldestVisibleAge time.Duration `json:"oldest_visible_age_ns"`
 	// TotalSent counts every message ever sent to the queue: the ids its
-	// sequence handed out since its start.
+	// sequence handed out since its start; for a role that may not read
+	// the sequence, a lower bound of them (totalSentSQL), as QueueStats
+	// gives it.
 	TotalSent int64     `json:"total_sent"`
 	Archived  int64     `json:"archived"`
 	ScrapedAt time.Time `json:"scraped_at"`
@@ -38,7 +40,7 @@ func (s *Store) Metrics(ctx context.Context, queue string) (QueueMetrics, error)
 		       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0),
 		       coalesce(extract(epoch FROM now() - max(enqueued_at)), 0),
 		       coalesce(extract(epoch FROM now() - min(enqueued_at) FILTER (WHERE vt <= now())), 0),
-		       coalesce((SELECT ` + sentOfSequenceSQL("s.seq") + ` FROM (SELECT pg_get_serial_sequence($1, 'msg_id')::regclass AS seq) s), 0),
+		       ` + totalSentSQL(queue, "$1", true) + `,
 		       (SELECT count(*) FROM ` + a + `),
 		       now()
 		FROM ` + q

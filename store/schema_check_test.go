@@ -151,6 +151,33 @@ func TestQueueStatsForRoleWithoutSequences(t *testing.T) {
 	}
 }
 
+// A role that may read the tables but not the id sequences gets a queue's
+// metrics, as it gets its stats, with the same lower bound of the messages
+// sent; with SELECT on the sequences, the exact count.
+func TestMetricsForRoleWithoutSequences(t *testing.T) {
+	t.Parallel()
+	url, owner := newMigratedDatabase(t)
+	ctx := testContext(t)
+	q := uniqueName("q")
+	if err := owner.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.SendBatch(ctx, q, []store.NewMessage{{Payload: []byte(`{}`)}, {Payload: []byte(`{}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	role, roleURL := pgtest.NewRole(t, url)
+	pgtest.Exec(t, url, "GRANT USAGE ON SCHEMA pgmq, pgbus TO "+role+"; GRANT SELECT ON ALL TABLES IN SCHEMA pgmq, pgbus TO "+role)
+	reader := openStore(t, roleURL)
+	m, err := reader.Metrics(ctx, q)
+	if err != nil || m.Depth != 2 || m.TotalSent != 2 {
+		t.Fatalf("metrics as a reader of the tables = %+v, %v; want depth 2, 2 sent", m, err)
+	}
+	pgtest.Exec(t, url, "GRANT SELECT ON ALL SEQUENCES IN SCHEMA pgmq TO "+role)
+	if m, err := reader.Metrics(ctx, q); err != nil || m.TotalSent != 2 {
+		t.Fatalf("metrics as a reader of the sequences = %+v, %v; want 2 sent", m, err)
+	}
+}
+
 // Migrate only reads a schema that is current: a role that may change rows
 // but create nothing passes, with nothing applied; once the schema is
 // old, the same role's Migrate fails for want of a privilege, and the
