@@ -165,3 +165,78 @@ func TestReadOnlyAnswersMoveDryRuns(t *testing.T) {
 		t.Errorf("%d audit entries; a read-only server writes none", n)
 	}
 }
+
+// A read-only server answers as well the dry run of a retry or discard
+// that would change nothing, rather than relaying it as a command: what it
+// read, with no command to run and the dry run's own next steps. A retry
+// whose messages are all past their deadline is answered with what the
+// retry clearing them would do, and names that retry as the command.
+func TestReadOnlyAnswersDryRunsThatMoveNothing(t *testing.T) {
+	t.Parallel()
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
+	ctx := testContext(t)
+	queue, late := newQueue(t, st), newQueue(t, st)
+	deadLetter(t, st, queue, `{"n":1}`)
+	lateIDs := pgtest.DeadLetterN(t, st, late, 2, pgtest.DeadSpec{Kind: "k", Headers: `{"pgbus_kind":"k","pgbus_deadline":"2020-01-01T00:00:00Z"}`})
+
+	c, err := client.NewStreamableHttpClient(serveHTTP(t, deps(t, st, ops.Options{ReadOnly: true}), mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP}) + mcpserver.PathMCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect(t, c)
+	for _, tc := range []struct {
+		tool    string
+		args    map[string]any
+		said    string
+		count   string // the dry run's count in _meta, 0
+		command string // the command named, up to the expect token; "" for none
+	}{
+		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Nope", "limit": 5, "dry_run": true},
+			"Its dry run, read here: no dead message matches the filters: none would be retried", "retried", ""},
+		{"pgbus_dlq_discard", map[string]any{"queue": queue, "error_class": "Nope", "limit": 5, "dry_run": true},
+			"Its dry run, read here: no dead message matches the filters: none would be discarded", "discarded", ""},
+		{"pgbus_dlq_retry", map[string]any{"ids": lateIDs, "queue": late, "dry_run": true},
+			"Its dry run, read here: none of the 2 ids given would be retried: its deadline", "retried",
+			fmt.Sprintf("pgbus dlq retry %d %d --clear-deadline --queue %s", lateIDs[0], lateIDs[1], late)},
+		{"pgbus_dlq_retry", map[string]any{"queue": late, "limit": 5, "dry_run": true},
+			"with their deadlines cleared, 2 dead messages would be retried", "retried",
+			"pgbus dlq retry-all --clear-deadline --expect "},
+	} {
+		res, ok := callForError(ctx, t, c, tc.tool, tc.args)
+		if !ok {
+			continue
+		}
+		text := resultText(res)
+		relays := strings.Contains(text, "an operator can run: ")
+		if !res.IsError || !strings.Contains(text, tc.said) || strings.Contains(text, "--dry-run") || relays != (tc.command != "") ||
+			tc.command != "" && !strings.Contains(text, "an operator can run: "+tc.command) {
+			t.Errorf("%s(%v) on a read-only server: %q; want it to say %q, relaying %q", tc.tool, tc.args, text, tc.said, tc.command)
+		}
+		raw, _ := json.Marshal(res.Meta.AdditionalFields["pgbus/error"])
+		var m struct {
+			Kind   string                     `json:"kind"`
+			DryRun map[string]json.RawMessage `json:"dry_run"`
+			Next   []struct {
+				Tool    string `json:"tool"`
+				Command string `json:"command"`
+			} `json:"next"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil || m.Kind != ops.KindReadOnly || m.DryRun == nil || string(m.DryRun[tc.count]) != "0" {
+			t.Errorf("%s(%v): _meta pgbus/error %s (%v); want kind read_only and the dry run's result, %s 0", tc.tool, tc.args, raw, err, tc.count)
+			continue
+		}
+		for _, n := range m.Next {
+			if strings.Contains(n.Command, "--dry-run") || tc.command == "" && n.Command != "" {
+				t.Errorf("%s(%v): next step %+v; want no dry run relayed, and no command where nothing would change", tc.tool, tc.args, n)
+			}
+		}
+	}
+	for _, id := range lateIDs {
+		if !inDLQ(t, st, late, id) {
+			t.Errorf("message %d left the DLQ", id)
+		}
+	}
+	if n := pgtest.Int(t, st, `SELECT count(*) FROM pgbus.audit_log`); n != 0 {
+		t.Errorf("%d audit entries; a read-only server writes none", n)
+	}
+}

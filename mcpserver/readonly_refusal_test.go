@@ -88,10 +88,9 @@ func TestReadOnlyWriteCallsNameTheCommand(t *testing.T) {
 		// put the secret back.
 		{"pgbus_dlq_retry", map[string]any{"ids": ids[:1], "payload": map[string]any{"password": "hunter2"}},
 			fmt.Sprintf(`pgbus dlq retry %d --payload '{"password":"[REDACTED]"}' (the payload here is the corrected one with its 1 secret value shown as [REDACTED], refused as it is: put the real one back, or pass the corrected payload again)`, ids[0])},
-		// A dry run that would move nothing is relayed as it is; one that
-		// would is answered besides (TestReadOnlyAnswersMoveDryRuns).
-		{"pgbus_dlq_retry", map[string]any{"queue": queue, "error_class": "Unknown", "limit": 5, "dry_run": true},
-			fmt.Sprintf("pgbus dlq retry-all --dry-run --error-class Unknown --limit 5 --queue %s", queue)},
+		// A retry's or discard's dry run is answered besides
+		// (TestReadOnlyAnswersMoveDryRuns), or instead when it would move
+		// nothing (TestReadOnlyAnswersDryRunsThatMoveNothing).
 		{"pgbus_dlq_discard", map[string]any{"ids": ids[1:], "queue": queue}, fmt.Sprintf("pgbus dlq discard %d --queue %s", ids[1], queue)},
 		// A restore's dry run, whose answer the refusal gives besides
 		// (TestReadOnlyAnswersRestoreDryRun), names the restore.

@@ -142,13 +142,15 @@ func refusedWhy(why string) string {
 
 // dryRunAnswer is what a read-only server read of a dry run it relays:
 // said, the sentence of its answer; result, the dry run's result (a
-// pointer), its next steps left out, as they are the refusal's; and
+// pointer), its next steps left out, as they are the answer's; and
 // call, the write to name as the command, as the dry run's next step
-// names it.
+// names it. A dry run that would change nothing names no call: next, the
+// dry run's own next steps, are the answer's.
 type dryRunAnswer struct {
 	said   string
 	result any
 	call   ops.Hint
+	next   []ops.Hint
 }
 
 // answeringDryRun is t, the refusal of write tool op, answering the
@@ -160,8 +162,9 @@ type dryRunAnswer struct {
 // and names as the command the call itself, as the dry run's next step
 // names it (by ids, those that would move; by filter, guarded by the
 // expect of the set it saw), rather than the dry run, whose answer it
-// gave. A preview that cannot be read, or finds nothing the call would
-// do, leaves the refusal as it was.
+// gave. A dry run that would change nothing is answered the same way,
+// with no command to relay: its next steps are the dry run's own. A
+// preview that cannot be read leaves the refusal as it was.
 func answeringDryRun[In any](d Deps, t server.ServerTool, dryRun func(In) bool, preview func(context.Context, In) (dryRunAnswer, bool)) server.ServerTool {
 	relayed := t.Handler
 	t.Handler = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -174,14 +177,28 @@ func answeringDryRun[In any](d Deps, t server.ServerTool, dryRun func(In) bool, 
 		if !ok {
 			return res, nil
 		}
-		a.call.Why = ""
-		out := refusalSaying(t.Tool.Name, "Its dry run, read here: "+a.said+".", a.call, d.relay())
+		out := answeredNothing(t.Tool.Name, a.said, a.next, d.relay())
+		if a.call.Op != "" {
+			a.call.Why = ""
+			out = refusalSaying(t.Tool.Name, "Its dry run, read here: "+a.said+".", a.call, d.relay())
+		}
 		m := out.Meta.AdditionalFields[ErrorMetaKey].(errorMeta)
 		WordNotes(a.result)
 		m.DryRun = a.result
 		return withErrorMeta(out, m), nil
 	}
 	return t
+}
+
+// answeredNothing is the answer of a read-only server to the dry run of
+// write tool tool that would change nothing: what it read (said, a
+// sentence), with no command to relay, and next, the dry run's next
+// steps, as its own (a write among them as the command an operator
+// runs).
+func answeredNothing(tool, said string, next []ops.Hint, r relay) *mcp.CallToolResult {
+	text, _ := ops.RedactText(tool + " is not available: this server is read-only, and nothing was changed. Its dry run, read here: " + said + ", so an operator has nothing to run" + hintText(next, r))
+	text = escapeHidden(text)
+	return withErrorMeta(mcp.NewToolResultError(text), errorMeta{Kind: ops.KindReadOnly, Next: nextCalls(next, r)})
 }
 
 // callIn is the first step of next that makes op, not as a dry run: the
@@ -201,15 +218,28 @@ func callIn(next []ops.Hint, op string) (ops.Hint, bool) {
 func idsSaid(done, given int, what, firstError string) string {
 	said := fmt.Sprintf("%d of the %s given would be %s", done, plural.Count(given, "id", "ids"), what)
 	switch {
+	case done == 0 && given == 1:
+		said = "the id given would not be " + what
+	case done == 0:
+		said = fmt.Sprintf("none of the %d ids given would be %s", given, what)
 	case done == given && done == 1:
 		said = "the id given would be " + what
 	case done == given:
 		said = fmt.Sprintf("all %d ids given would be %s", done, what)
 	}
-	if firstError != "" {
-		said += "; not all: " + firstError
+	return said + whyNotAll(done, firstError)
+}
+
+// whyNotAll is firstError, why a message would not be moved, as said
+// after a dry run's count done: "" when there is none.
+func whyNotAll(done int, firstError string) string {
+	switch {
+	case firstError == "":
+		return ""
+	case done == 0:
+		return ": " + firstError
 	}
-	return said
+	return "; not all: " + firstError
 }
 
 // filterSaid says of a dry run by filter that done dead messages would be
@@ -217,13 +247,15 @@ func idsSaid(done, given int, what, firstError string) string {
 // limit; firstError, when some would not, why one would not.
 func filterSaid(done int, what string, limitReached bool, firstError string) string {
 	said := plural.Count(done, "dead message", "dead messages") + " would be " + what
-	if limitReached {
+	switch {
+	case done == 0 && firstError == "":
+		said = "no dead message matches the filters: none would be " + what
+	case done == 0:
+		said = "no dead message would be " + what
+	case limitReached:
 		said += ", as many as the limit takes: more match the filters"
 	}
-	if firstError != "" {
-		said += "; not all: " + firstError
-	}
-	return said
+	return said + whyNotAll(done, firstError)
 }
 
 // answeringRestoreDryRun is t, the refusal of pgbus_dlq_restore, answering
@@ -251,17 +283,51 @@ func answeringRetryDryRun(d Deps, t server.ServerTool) server.ServerTool {
 			return dryRunAnswer{}, false
 		}
 		p, err := d.Ops.PreviewRetry(ctx, req)
-		call, ok := callIn(p.Next, ops.OpDLQRetry)
-		if err != nil || p.Retried == 0 || !ok {
+		if err != nil {
 			return dryRunAnswer{}, false
 		}
 		said := filterSaid(p.Retried, "retried", p.LimitReached, p.FirstError)
 		if len(req.IDs) > 0 {
 			said = idsSaid(p.Retried, len(p.Outcomes)+p.OutcomesOmitted, "retried", p.FirstError)
 		}
+		next := p.Next
 		p.Next = []ops.Hint{}
-		return dryRunAnswer{said: said, result: &p, call: call}, true
+		if call, ok := callIn(next, ops.OpDLQRetry); ok && p.Retried > 0 {
+			return dryRunAnswer{said: said, result: &p, call: call}, true
+		}
+		if clearsDeadline(next) {
+			// Its next step is the dry run clearing the deadlines that
+			// passed (by filter, the one that gives the expect of the whole
+			// set), which is read here as well: the command is the retry
+			// it names.
+			cleared := req
+			cleared.ClearDeadline = true
+			c, err := d.Ops.PreviewRetry(ctx, cleared)
+			if call, ok := callIn(c.Next, ops.OpDLQRetry); err == nil && ok && c.Retried > 0 {
+				then := filterSaid(c.Retried, "retried", c.LimitReached, c.FirstError)
+				if len(req.IDs) > 0 {
+					then = idsSaid(c.Retried, len(c.Outcomes)+c.OutcomesOmitted, "retried", c.FirstError)
+				}
+				said += "; with their deadlines cleared, " + then
+				return dryRunAnswer{said: said, result: &p, call: call}, true
+			}
+		}
+		if p.Retried > 0 {
+			return dryRunAnswer{}, false
+		}
+		return dryRunAnswer{said: said, result: &p, next: next}, true
 	})
+}
+
+// clearsDeadline reports whether a step of next is a retry's dry run
+// clearing the deadlines that passed.
+func clearsDeadline(next []ops.Hint) bool {
+	for _, h := range next {
+		if h.Op == ops.OpDLQRetry && h.Args["dry_run"] == true && h.Args["clear_deadline"] == true {
+			return true
+		}
+	}
+	return false
 }
 
 // answeringDiscardDryRun is t, the refusal of pgbus_dlq_discard, answering
@@ -274,16 +340,23 @@ func answeringDiscardDryRun(d Deps, t server.ServerTool) server.ServerTool {
 			return dryRunAnswer{}, false
 		}
 		p, err := d.Ops.PreviewDiscard(ctx, req)
-		call, ok := callIn(p.Next, ops.OpDLQDiscard)
-		if err != nil || p.Discarded == 0 || !ok {
+		if err != nil {
 			return dryRunAnswer{}, false
 		}
 		said := filterSaid(p.Discarded, "discarded", p.LimitReached, p.FirstError)
 		if len(req.IDs) > 0 {
 			said = idsSaid(p.Discarded, len(p.Outcomes)+p.OutcomesOmitted, "discarded", p.FirstError)
 		}
+		next := p.Next
 		p.Next = []ops.Hint{}
-		return dryRunAnswer{said: said, result: &p, call: call}, true
+		call, ok := callIn(next, ops.OpDLQDiscard)
+		switch {
+		case p.Discarded > 0 && ok:
+			return dryRunAnswer{said: said, result: &p, call: call}, true
+		case p.Discarded > 0:
+			return dryRunAnswer{}, false
+		}
+		return dryRunAnswer{said: said, result: &p, next: next}, true
 	})
 }
 
