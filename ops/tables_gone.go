@@ -58,11 +58,22 @@ func (s *Service) checkTablesGone(ctx context.Context, h *Health) error {
 	return nil
 }
 
-// addTablesGone adds to h the reason queue_tables_missing of q.
+// addTablesGone adds to h the reason queue_tables_missing of q: of a
+// queue whose DLQ alone is gone, with the create that makes the DLQ again
+// as its one step, as the queue and its messages are there.
 func addTablesGone(h *Health, q store.QueueTablesGone) {
 	create := hint(OpQueueCreate, "makes it again, empty, with the settings pgbus kept of it", "queue", q.Queue)
 	if q.Priorities > 0 {
 		create = hint(OpQueueCreate, "makes it again, empty, with its priority levels and the settings pgbus kept of it", "queue", q.Queue, "priorities", q.Priorities)
+	}
+	if q.OnlyDLQ {
+		create.Why = "makes its dead-letter queue again, empty; the queue, its messages and its settings stay as they are"
+		h.add(HealthDegraded, "queue_tables_missing", q.Queue, fmt.Sprintf("queue %q is there, but its dead-letter queue's table is gone (%s): a drop outside pgbus; "+
+			"messages that fail their last attempt cannot be dead-lettered, and stay in the queue to run again after their visibility timeout, "+
+			"until the dead-letter queue is made again (workers whose role may create tables make it when they meet it)",
+			q.Queue, strings.Join(q.Missing, ", ")),
+			create)
+		return
 	}
 	h.add(HealthDegraded, "queue_tables_missing", q.Queue, fmt.Sprintf("queue %q is in pgbus's settings, but %s gone (%s): a restore of a dump that left them out "+
 		"(pg_dump leaves out the tables of PGMQ installed as an extension) or a drop outside pgbus; the messages it held are not in this database, "+

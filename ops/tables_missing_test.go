@@ -121,3 +121,67 @@ func healthNamesQueuesWhoseTablesAreGone(t *testing.T, s *store.Store) {
 		}
 	}
 }
+
+// A queue whose DLQ table alone was dropped by hand (its archive and its
+// row of pgmq.meta left) is named by health, DEGRADED, as its DLQ gone,
+// with the create that makes the DLQ again as its next step and no drop:
+// its work tables and messages are there. Followed, the step ends it. A
+// queue another PGMQ client made without a DLQ, registered with pgbus, is
+// not named: it never had one.
+func TestHealthNamesAQueueWhoseDLQAloneIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	lost, foreign := pgtest.Name("lost"), pgtest.Name("foreign")
+	if err := s.CreatePriorityQueue(ctx, lost, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateQueue(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, lost+"_p1", store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, fmt.Sprintf(`DROP TABLE pgmq.%q`, "q_"+store.DLQName(lost))); err != nil {
+		t.Fatal(err)
+	}
+	// As pgmq.create makes a queue: no DLQ at all, no trace of one.
+	dropTablesKeepMeta(t, s, store.DLQName(foreign))
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM pgmq.meta WHERE queue_name = $1`, store.DLQName(foreign)); err != nil {
+		t.Fatal(err)
+	}
+
+	reasons := func() map[string]ops.HealthReason {
+		t.Helper()
+		h, err := svc.Health(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]ops.HealthReason{}
+		for _, r := range h.Reasons {
+			if r.Code == "queue_tables_missing" && (r.Queue == lost || r.Queue == foreign) {
+				out[r.Queue] = r
+			}
+		}
+		return out
+	}
+	got := reasons()
+	r, ok := got[lost]
+	if len(got) != 1 || !ok || r.Status != ops.HealthDegraded || !strings.Contains(r.Message, "pgmq.q_"+store.DLQName(lost)) || !strings.Contains(r.Message, "dead-letter queue") {
+		t.Fatalf("health with the DLQ table of %s dropped: %+v; want one DEGRADED reason for %s naming its DLQ's table", lost, got, lost)
+	}
+	create := findHint(t, r.Next, ops.OpQueueCreate)
+	if len(r.Next) != 1 || create.Args["queue"] != lost || fmt.Sprint(create.Args["priorities"]) != "2" {
+		t.Fatalf("reason of %s: next %+v; want only the create of %s with its 2 priority levels", lost, r.Next, lost)
+	}
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: lost, Priorities: 2}); err != nil {
+		t.Fatalf("the create health offers for %s: %v", lost, err)
+	}
+	if got := reasons(); len(got) != 0 {
+		t.Errorf("health once the DLQ of %s is made again: %+v; want no queue_tables_missing", lost, got)
+	}
+	if n := pgtest.Live(t, s, lost+"_p1"); n != 1 {
+		t.Errorf("%d messages in %s once its DLQ is made again; want its 1 kept", n, lost)
+	}
+}

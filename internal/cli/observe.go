@@ -31,11 +31,12 @@ a look (stale workers, new dead letters, a paused queue, an aging backlog, an
 open circuit breaker a running handler uses; queue_tables_missing, a queue
 pgbus keeps settings of whose PGMQ tables are gone, as a restore of a dump
 that left them out leaves it: pgbus queue create makes it again with its
-settings, pgbus queue drop --yes forgets it), OK otherwise. A NOTICE reason
-leaves the verdict as it is: schema_newer, a newer pgbus migrated the
-database (upgrade this one); dead_letters_growing once every dead letter of
-the last hour was retried or discarded, or when none came in the last 15
-minutes. Each reason says where to look next. --json
+settings, pgbus queue drop --yes forgets it; or whose DLQ's table alone was
+dropped by hand: pgbus queue create makes the DLQ again), OK otherwise. A
+NOTICE reason leaves the verdict as it is: schema_newer, a newer pgbus
+migrated the database (upgrade this one); dead_letters_growing once every
+dead letter of the last hour was retried or discarded, or when none came in
+the last 15 minutes. Each reason says where to look next. --json
 prints the same result as the MCP tool pgbus_health.
 
 Exit code 0 whatever the verdict, unless --fail-on names one: then 1 when
