@@ -40,7 +40,7 @@ func TestListsShowUnrecordedAttempts(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("GET %s: %d\n%s", path, code, page)
 		}
-		if !strings.Contains(page, `<span class="muted" data-unrecorded="1">1 unrecorded</span>`) {
+		if !strings.Contains(page, `<span class="muted" data-unrecorded="1">1 read ended without an outcome (a crash or lost claim)</span>`) {
 			t.Errorf("GET %s: the message's attempts do not say 1 left no outcome\n%s", path, page)
 		}
 	}

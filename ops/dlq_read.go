@@ -313,12 +313,17 @@ type DeadItem struct {
 	// UnrecordedCount counts the attempts of the trip it died on that
 	// left no outcome, as DeadMessage.UnrecordedCount, from its block
 	// alone; 0 also for a block of an older pgbus, which cannot tell.
-	UnrecordedCount int       `json:"unrecorded_count,omitempty" jsonschema_description:"Attempts that left no outcome (a lost claim, a crash), counted all the same."`
-	ErrorClass      string    `json:"error_class,omitempty"`
-	ErrorMessage    string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
-	DeadLetteredAt  time.Time `json:"dead_lettered_at"`
-	RetriesFromDLQ  int       `json:"retries_from_dlq" jsonschema_description:"Trips out of a DLQ before this death."`
-	PayloadBytes    int64     `json:"payload_bytes"`
+	UnrecordedCount int `json:"unrecorded_count,omitempty" jsonschema_description:"Attempts that left no outcome (a lost claim, a crash), counted all the same."`
+	// Unrecorded says in words what of its attempts left no outcome, to
+	// show beside them as it is: the reads that ended without one, and
+	// the read that dead-lettered it unrun, past max_retries or its
+	// deadline, which attempts counts too.
+	Unrecorded     string    `json:"unrecorded,omitempty" jsonschema_description:"What of attempts left no outcome, in words: reads that ended without one (a crash, a lost claim), and the read that dead-lettered the message unrun, past max_retries or its deadline, which attempts counts too."`
+	ErrorClass     string    `json:"error_class,omitempty"`
+	ErrorMessage   string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
+	DeadLetteredAt time.Time `json:"dead_lettered_at"`
+	RetriesFromDLQ int       `json:"retries_from_dlq" jsonschema_description:"Trips out of a DLQ before this death."`
+	PayloadBytes   int64     `json:"payload_bytes"`
 }
 
 // DLQList is one page of dead messages.
@@ -408,7 +413,9 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
 			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: it.ErrorClass,
 			ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
-			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes, UnrecordedCount: unrecordedCount(it)}
+			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
+		count, routed := unrecordedCount(it)
+		out.Items[i].UnrecordedCount, out.Items[i].Unrecorded = count, unrecordedLabel(count, routed, it.Reason)
 	}
 	out.Notes = append(out.Notes, v.listNotes(s.opts.Bounds.ListErrorChars)...)
 	return out

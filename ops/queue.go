@@ -280,6 +280,9 @@ type LiveMessage struct {
 	// or retried out of a DLQ) that left no outcome, for a message none
 	// of whose reads still runs (retrying, or waiting after a read).
 	UnrecordedCount int `json:"unrecorded_count,omitempty" jsonschema_description:"Attempts that left no outcome (a lost claim, a crash), counted all the same."`
+	// Unrecorded says UnrecordedCount in words, to show beside its
+	// attempts as it is.
+	Unrecorded string `json:"unrecorded,omitempty" jsonschema_description:"unrecorded_count in words: the reads that ended without an outcome (a crash, a lost claim)."`
 }
 
 // LiveMessages is a page of live messages.
@@ -472,6 +475,7 @@ func (s *Service) liveView(page store.LivePage, asked, full bool, b Bounds) Live
 		lm := LiveMessage{Queue: m.Queue, Priority: m.Priority, MsgID: m.MsgID, Kind: shownKind(m.Kind), State: m.State, HeldBy: m.HeldBy, ReadCount: m.ReadCount,
 			EnqueuedAt: m.EnqueuedAt, VisibleAt: m.VisibleAt, PayloadBytes: m.PayloadBytes, FailureCount: len(m.History),
 			UnrecordedCount: liveUnrecorded(m.State, m.ReadCount, m.EnqueuedAt, m.History)}
+		lm.Unrecorded = unrecordedLabel(lm.UnrecordedCount, 0, "")
 		lm.Headers, _, _ = v.headers(m.Headers)
 		var pv payloadView
 		if m.PayloadCut {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -74,18 +75,40 @@ func unrecorded(b *store.DeadLetterBlock, history []store.FailureRecord) (attemp
 // of a block alone (its attempts, reason, last error's attempt and
 // recorded_attempts), without the failure history: the block's error is
 // the last failure of the trip, so the last attempt recorded one when it
-// is that error's. A block without recorded_attempts (an older pgbus,
-// Ruby pgbus) tells nothing: 0.
-func unrecordedCount(it store.DeadItem) int {
+// is that error's. routed is the read that dead-lettered it unrun, past
+// max_retries or its deadline, which unrecorded says apart; 0 when none
+// did. A block without recorded_attempts (an older pgbus, Ruby pgbus)
+// tells nothing: 0 and 0.
+func unrecordedCount(it store.DeadItem) (count, routed int) {
 	if it.RecordedAttempts == nil || it.Attempts <= 0 {
-		return 0
+		return 0, 0
 	}
 	last := it.Attempts
 	lastRecorded := it.ErrorClass != "" && it.ErrorAttempt == it.Attempts
 	if !lastRecorded && (it.Reason == store.ReasonMaxRetriesExceeded || it.Reason == store.ReasonDeadlineExceeded) {
-		last-- // the read that dead-lettered it unrun, as unrecorded says apart
+		routed, last = last, last-1
 	}
-	return max(last-*it.RecordedAttempts, 0)
+	return max(last-*it.RecordedAttempts, 0), routed
+}
+
+// unrecordedLabel says in a few words, for a list beside a message's
+// attempts, what of them left no outcome: count reads that ended without
+// one (a crash, a lost claim), and routed, when not 0, the read that
+// dead-lettered it unrun, past max_retries or its deadline (reason); ""
+// when there is neither. Every front end shows these words as they are.
+func unrecordedLabel(count, routed int, reason string) string {
+	var parts []string
+	if count > 0 {
+		parts = append(parts, plural.Count(count, "read", "reads")+" ended without an outcome (a crash or lost claim)")
+	}
+	if routed > 0 {
+		past := "max_retries"
+		if reason == store.ReasonDeadlineExceeded {
+			past = "its deadline"
+		}
+		parts = append(parts, fmt.Sprintf("read %d dead-lettered it unrun, past %s", routed, past))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // liveUnrecorded counts the attempts of a live message's trip (since

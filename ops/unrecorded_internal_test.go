@@ -83,3 +83,31 @@ func TestUnrecordedAttempts(t *testing.T) {
 		t.Errorf("a thousand lost reads: %d listed, %d counted; want %d and 1000", len(got), n, unrecordedListed)
 	}
 }
+
+// A list says beside a message's attempts what of them left no outcome,
+// in words every front end shows as they are: the reads that ended
+// without one, and the read that dead-lettered it unrun, which its
+// attempts count too (4 attempts of max_retries 3).
+func TestUnrecordedLabel(t *testing.T) {
+	t.Parallel()
+	zero, three := 0, 3
+	for _, c := range []struct {
+		name string
+		item store.DeadItem
+		want string
+	}{
+		{"crashes, then past the deadline", store.DeadItem{Reason: store.ReasonDeadlineExceeded, Attempts: 4, MaxRetries: 3, RecordedAttempts: &zero},
+			"3 reads ended without an outcome (a crash or lost claim); read 4 dead-lettered it unrun, past its deadline"},
+		{"failures, then past max_retries", store.DeadItem{Reason: store.ReasonMaxRetriesExceeded, Attempts: 4, MaxRetries: 3, RecordedAttempts: &three, ErrorClass: "E", ErrorAttempt: 3},
+			"read 4 dead-lettered it unrun, past max_retries"},
+		{"one crash", store.DeadItem{Reason: store.ReasonMaxRetriesExceeded, Attempts: 3, MaxRetries: 3, RecordedAttempts: &[]int{2}[0], ErrorClass: "E", ErrorAttempt: 3},
+			"1 read ended without an outcome (a crash or lost claim)"},
+		{"all recorded", store.DeadItem{Reason: store.ReasonMaxRetriesExceeded, Attempts: 3, MaxRetries: 3, RecordedAttempts: &three, ErrorClass: "E", ErrorAttempt: 3}, ""},
+		{"an older block", store.DeadItem{Reason: store.ReasonDeadlineExceeded, Attempts: 4, MaxRetries: 3}, ""},
+	} {
+		count, routed := unrecordedCount(c.item)
+		if got := unrecordedLabel(count, routed, c.item.Reason); got != c.want {
+			t.Errorf("%s: %q; want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -138,10 +138,10 @@ func (a *app) writeDeadList(w io.Writer, page ops.DLQList, cursor string) error 
 	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
 	for _, it := range page.Items {
 		attempts := fmt.Sprintf("%d/%d", it.Attempts, it.MaxRetries)
-		if it.UnrecordedCount > 0 {
-			// Attempts whose worker stopped or lost its claim: dlq show
-			// says which.
-			attempts += fmt.Sprintf(" (%d unrecorded)", it.UnrecordedCount)
+		if it.Unrecorded != "" {
+			// Attempts whose worker stopped or lost its claim, or the read
+			// that dead-lettered it unrun: dlq show says which.
+			attempts += " (" + it.Unrecorded + ")"
 		}
 		if it.RetriesFromDLQ > 0 {
 			// A message that keeps coming back shows at a glance.

@@ -383,8 +383,8 @@ the same result as the MCP tool pgbus_queue_messages.`,
 						state += " (breaker " + clip(m.HeldBy, 30) + ")"
 					}
 					attempts := fmt.Sprint(m.ReadCount)
-					if m.UnrecordedCount > 0 {
-						attempts += fmt.Sprintf(" (%d unrecorded)", m.UnrecordedCount)
+					if m.Unrecorded != "" {
+						attempts += " (" + m.Unrecorded + ")"
 					}
 					cells := []any{m.MsgID, state, dash(m.Kind), attempts, a.ago(m.EnqueuedAt), a.ago(m.VisibleAt), clip(last, 70)}
 					if levels {

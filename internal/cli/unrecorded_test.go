@@ -36,7 +36,7 @@ func TestDLQShowStatesAnAttemptThatLeftNoOutcome(t *testing.T) {
 }
 
 // dlq list says beside a message's attempts how many left no outcome,
-// in its table and in its JSON.
+// and what they are, in its table and in its JSON.
 func TestDLQListCountsAttemptsThatLeftNoOutcome(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -44,12 +44,13 @@ func TestDLQListCountsAttemptsThatLeftNoOutcome(t *testing.T) {
 	st := pgtest.OpenStore(t, d.url)
 	q := pgtest.NewQueue(t, st, "lost")
 	_, id := pgtest.DeadAfterLostClaim(t, st, q)
-	if out := d.ok(t, "dlq", "list", "--queue", q); !strings.Contains(out, "3/3 (1 unrecorded)") {
-		t.Errorf("dlq list:\n%s\nwant its attempts as 3/3 (1 unrecorded)", out)
+	const said = "1 read ended without an outcome (a crash or lost claim)"
+	if out := d.ok(t, "dlq", "list", "--queue", q); !strings.Contains(out, "3/3 ("+said+")") {
+		t.Errorf("dlq list:\n%s\nwant its attempts as 3/3 (%s)", out, said)
 	}
 	var page ops.DLQList
 	d.json(t, &page, "dlq", "list", "--queue", q)
-	if len(page.Items) != 1 || page.Items[0].MsgID != id || page.Items[0].UnrecordedCount != 1 {
+	if len(page.Items) != 1 || page.Items[0].MsgID != id || page.Items[0].UnrecordedCount != 1 || page.Items[0].Unrecorded != said {
 		t.Errorf("dlq list --json: %+v; want message %d with 1 unrecorded attempt", page.Items, id)
 	}
 }
