@@ -87,7 +87,7 @@ func (s *Service) holdAudit(e store.AuditEntry, err error) {
 	if store.LimitOf(err) == store.LimitReadOnly {
 		// Waiting does not make a standby take writes: held, the entry
 		// would keep a command from ending, for nothing.
-		what, todo := limitAdvice(store.LimitReadOnly, s.store.User())
+		what, todo := limitAdvice(store.LimitReadOnly, s.store.User(), "")
 		s.unrecorded(e, fmt.Errorf("%w: %s; %s", err, what, todo))
 		return
 	}

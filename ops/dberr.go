@@ -167,7 +167,7 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 				return
 			}
 		}
-		*err = limitError(*err, lim, e, s.store.User())
+		*err = limitError(*err, lim, e, s.store.User(), fewerOf(ctx))
 		return
 	}
 	if store.IsPermissionDenied(*err) {
@@ -602,7 +602,7 @@ func ExplainLimit(err error, role string) error {
 	if lim == store.NoLimit {
 		return err
 	}
-	return limitError(err, lim, reads, role)
+	return limitError(err, lim, reads, role, callFewer)
 }
 
 // ExplainMigration is ExplainLimit for the errors of a migration of the
@@ -620,7 +620,7 @@ func ExplainMigration(err error, role string) error {
 	if lim == store.NoLimit {
 		return err
 	}
-	what, todo := limitAdvice(lim, role)
+	what, todo := limitAdvice(lim, role, callFewer)
 	if lim == store.LimitStatementTimeout {
 		what = "the database cancelled a statement of the migration: it ran longer than statement_timeout, set for the role that migrates or for the database, or by the options of the database URL (-c statement_timeout=...) or PGOPTIONS (or someone cancelled it)"
 		todo = "reset it where it is set: for that role (ALTER ROLE " + store.RoleSQL(role) + " RESET statement_timeout, or ALTER ROLE " + store.RoleSQL(role) +
@@ -656,8 +656,8 @@ func migrationLockError(err error) error {
 // A read-only transaction's refusal is of kind read_only (ErrReadOnly),
 // as a standby's is: the same call is refused again until the setting
 // changes, and a script tells it apart from a failure by its exit code.
-func limitError(err error, lim store.Limit, e effect, role string) error {
-	what, todo := limitAdvice(lim, role)
+func limitError(err error, lim store.Limit, e effect, role, fewer string) error {
+	what, todo := limitAdvice(lim, role, fewer)
 	kinded := func(err error) error {
 		if lim == store.LimitReadOnly {
 			return errors.Join(ErrReadOnly, err)
@@ -698,7 +698,7 @@ func explainFailure(first string, err error, role string) (string, bool) {
 	if lim == store.NoLimit {
 		return first, false
 	}
-	what, todo := limitAdvice(lim, role)
+	what, todo := limitAdvice(lim, role, callFewer)
 	return fmt.Sprintf("%s%s (%v); %s", at, what, err, todo), true
 }
 
@@ -728,9 +728,34 @@ func sharedFailure(rep *store.RetryReport) error {
 	return err
 }
 
+// callFewer is how a call handles fewer messages, as the advice of a
+// statement_timeout that cut it off says it, for an operation that did
+// not say otherwise (withFewer): by its limit.
+const callFewer = "have a call handle fewer messages (a limit)"
+
+// fewerKey is the context key of withFewer.
+type fewerKey struct{}
+
+// withFewer is ctx of an operation that handles fewer messages as how
+// says, rather than by a limit (callFewer), which it has none of; "" for
+// one that handles one message, and cannot.
+func withFewer(ctx context.Context, how string) context.Context {
+	return context.WithValue(ctx, fewerKey{}, &how)
+}
+
+// fewerOf is how the operation under way in ctx handles fewer messages
+// (withFewer), callFewer when it did not say.
+func fewerOf(ctx context.Context) string {
+	if how, ok := ctx.Value(fewerKey{}).(*string); ok {
+		return *how
+	}
+	return callFewer
+}
+
 // limitAdvice says what limit lim is and what to do about it, naming role,
-// the role pgbus connects as, in the statements to run.
-func limitAdvice(lim store.Limit, role string) (what, todo string) {
+// the role pgbus connects as, in the statements to run, and fewer, how
+// the call handles fewer messages (callFewer, or "" when it cannot).
+func limitAdvice(lim store.Limit, role, fewer string) (what, todo string) {
 	alter := "ALTER ROLE " + store.RoleSQL(role) + " SET "
 	switch lim {
 	case store.LimitReadOnly:
@@ -738,7 +763,7 @@ func limitAdvice(lim store.Limit, role string) (what, todo string) {
 			"point pgbus at the primary server instead, or have the DBA turn the default off (" + alter + "default_transaction_read_only = off); reads work as they are"
 	case store.LimitStatementTimeout:
 		return "the database cancelled a statement of the call: it ran longer than statement_timeout, set for the role or database, or by the options of the database URL (-c statement_timeout=...) or PGOPTIONS (or someone cancelled it)",
-			"raise statement_timeout where it is set: for the role pgbus uses (" + alter + "statement_timeout = '5min'), or in the database URL's options or PGOPTIONS; or have a call handle fewer messages (a limit), then try it again"
+			"raise statement_timeout where it is set: for the role pgbus uses (" + alter + "statement_timeout = '5min'), or in the database URL's options or PGOPTIONS" + orFewer(fewer) + ", then try it again"
 	case store.LimitCancelled:
 		return "someone cancelled a statement of the call (pg_cancel_backend, or a cancel request of another client); no setting of pgbus's caused it",
 			"try the call again; if it keeps happening, ask the DBA what cancels pgbus's statements"
@@ -755,6 +780,15 @@ func limitAdvice(lim store.Limit, role string) (what, todo string) {
 	}
 	return "the database ended the connection for sitting idle past idle_session_timeout, set for the role or database",
 		"try the call again; if it keeps happening, turn it off for the role pgbus uses (" + alter + "idle_session_timeout = 0)"
+}
+
+// orFewer is fewer as the alternative the advice of a statement_timeout
+// ends with: "" when there is none.
+func orFewer(fewer string) string {
+	if fewer == "" {
+		return ""
+	}
+	return "; or " + fewer
 }
 
 // dlqGiven gives the error of a DLQ named where a queue is taken

@@ -38,7 +38,7 @@ func TestIdleTimeoutsAreToldApart(t *testing.T) {
 	t.Parallel()
 	for code, setting := range map[string]string{"25P03": "idle_in_transaction_session_timeout", "57P05": "idle_session_timeout"} {
 		ended := &pgconn.PgError{Severity: "FATAL", Code: code, Message: "terminating connection due to idle timeout"}
-		what, todo := limitAdvice(store.LimitOf(ended), "app")
+		what, todo := limitAdvice(store.LimitOf(ended), "app", callFewer)
 		if !strings.Contains(what, setting) || !strings.Contains(todo, `ALTER ROLE "app" SET `+setting) {
 			t.Errorf("SQLSTATE %s: advice %q; %q; want %s named and altered", code, what, todo, setting)
 		}

@@ -233,3 +233,31 @@ func lockDLQArchive(t *testing.T, st *store.Store, q string) pgx.Tx {
 	}
 	return tx
 }
+
+// A send cut off by a statement_timeout the role or database sets names
+// the setting, and no limit of the call's, which a send has none of: a
+// send of many payloads says to send fewer in one call, a send of one
+// only to raise the setting.
+func TestStatementTimeoutOfASendNamesWhatASendHas(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	st, q := limitedStore(t, nil, nil, "statement_timeout = '20ms'")
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) }) //nolint:errcheck
+	if _, err := tx.Exec(ctx, `LOCK TABLE pgmq."q_`+q+`" IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	svc := newService(t, st, ops.Options{})
+	_, many := svc.SendMany(ctx, ops.SendManyRequest{Queue: q, Payloads: []json.RawMessage{[]byte(`{}`), []byte(`{}`)}})
+	wantLimit(t, "SendMany", many, "57014", "statement_timeout", "ALTER ROLE "+store.RoleSQL(st.User())+" SET statement_timeout", "send fewer payloads in one call")
+	_, one := svc.Send(ctx, ops.SendRequest{Queue: q, Payload: []byte(`{}`)})
+	wantLimit(t, "Send", one, "57014", "statement_timeout", "ALTER ROLE "+store.RoleSQL(st.User())+" SET statement_timeout")
+	for name, e := range map[string]error{"SendMany": many, "Send": one} {
+		if e != nil && (strings.Contains(e.Error(), "(a limit)") || strings.Contains(e.Error(), "fewer messages")) {
+			t.Errorf("%s: %q names a limit, which a send has none of", name, e)
+		}
+	}
+}

@@ -82,6 +82,7 @@ func (s *Service) Send(ctx context.Context, req SendRequest) (out Sent, err erro
 		return out, s.refusedByGate(ctx, OpSend, false, req.Check, args, err)
 	}
 	defer end()
+	ctx = withFewer(ctx, "") // one message: none fewer
 	defer func() { s.record(ctx, OpSend, args(), out, err) }()
 	defer s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue)) // runs before the audit entry
 	if err := s.checkWrite(OpSend); err != nil {

@@ -217,6 +217,8 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		return out, s.refusedByGate(ctx, OpSend, false, req.Check, args, err)
 	}
 	defer end()
+	// A send has no limit: the batches are SendManyBatch payloads or fewer.
+	ctx = withFewer(ctx, "send fewer payloads in one call (its input in smaller parts, each sent on its own)")
 	ctx, auditDone := withAuditStart(ctx)
 	defer auditDone()
 	defer func() { s.record(ctx, OpSend, args(), req.progress(len(out.MsgIDs)), err) }()
