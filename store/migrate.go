@@ -230,7 +230,9 @@ func (s *Store) mayNotMigrate(ctx context.Context, checked, err error) error {
 		return err
 	}
 	if why := s.RefusedByEventTrigger(ctx, err); why != "" {
-		return fmt.Errorf("%w; the migration was refused: %w; %s", checked, err, why)
+		// The function refused, not the role's privileges: another role
+		// to migrate with would be refused the same way.
+		return fmt.Errorf("%w; the migration was refused: %w; %s", withoutMigrateAdvice(checked), err, why)
 	}
 	return fmt.Errorf("%w, which the role %s may not do: %w; %s", checked, cmp.Or(s.User(), "<role>"), err, s.migrator(ctx))
 }

@@ -206,7 +206,7 @@ func (s *Store) checkSchema(ctx context.Context) (MigrationStatus, error) {
 	}
 	if missing {
 		return st, onStandby(ctx, tx, &kindError{kind: ErrSchemaMissing, msg: fmt.Sprintf(
-			"the database has no pgbus schema (this pgbus needs schema version %d); migrate it with a role that may create tables", need)})
+			"the database has no pgbus schema (this pgbus needs schema version %d)"+migrateWithCreator, need)})
 	}
 	if len(lacks) > 0 {
 		return st, noReadAccess(role, strings.Join(lacks, " and "))
@@ -271,7 +271,24 @@ func oldSchema(version, need int) *kindError {
 		what = "an empty pgbus.schema_migrations"
 	}
 	return &kindError{kind: ErrSchemaOld, msg: fmt.Sprintf(
-		"the database has pgbus schema %s, this pgbus needs %d; migrate it with a role that may create tables", what, need)}
+		"the database has pgbus schema %s, this pgbus needs %d"+migrateWithCreator, what, need)}
+}
+
+// migrateWithCreator is the advice a missing or old schema's error ends
+// with, where nothing else is known of why it was not migrated.
+const migrateWithCreator = "; migrate it with a role that may create tables"
+
+// withoutMigrateAdvice is err, the schema check's error of a missing or
+// old schema, without its advice to migrate with a role that may create
+// tables (migrateWithCreator), for an error that says what stands in the
+// way instead: a standby, a function set off by the migration. Another
+// error passes unchanged.
+func withoutMigrateAdvice(err error) error {
+	var e *kindError
+	if !errors.As(err, &e) || !strings.HasSuffix(e.msg, migrateWithCreator) {
+		return err
+	}
+	return &kindError{kind: e.kind, msg: strings.TrimSuffix(e.msg, migrateWithCreator)}
 }
 
 // accessError is the schema check's refusal to a role that may not read
@@ -299,7 +316,7 @@ func onStandby(ctx context.Context, tx pgx.Tx, e *kindError) error {
 	if err := tx.QueryRow(ctx, `SELECT pg_catalog.pg_is_in_recovery()`).Scan(&standby); err != nil || !standby {
 		return e
 	}
-	return &kindError{kind: errors.Join(e.kind, ErrStandby), msg: strings.TrimSuffix(e.msg, "; migrate it with a role that may create tables") +
+	return &kindError{kind: errors.Join(e.kind, ErrStandby), msg: withoutMigrateAdvice(e).Error() +
 		"; this server is a standby (a read replica), which takes no writes and follows the primary's schema: migrate the primary, and this one has the new schema once it replays it"}
 }
 
