@@ -82,6 +82,7 @@ kept in the database and shared by every worker process.`,
 
 func (a *app) queueRunNowCommand() *cobra.Command {
 	var req ops.QueueRunNowRequest
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "run-now QUEUE",
 		Short: "Run now the messages of a queue that wait out a retry's backoff",
@@ -105,14 +106,20 @@ read them are gone, and without it they wait out their visibility timeout
 made, as after a crash. WARNING: a job a worker still runs elsewhere is in
 flight too, is made visible with the others, and runs twice: use it only
 once every worker that read them has stopped (pgbus workers shows none
-running but those started since), and count them first with --dry-run.`,
+running but those started since), and count them first with --dry-run.
+So it needs --yes; without it, pgbus says how many it would take and
+changes nothing.`,
 		Example: `  pgbus queue run-now orders --dry-run
   pgbus queue run-now orders
   pgbus queue run-now orders --kind send_receipt
-  pgbus queue run-now orders --in-flight --dry-run`,
+  pgbus queue run-now orders --in-flight --dry-run
+  pgbus queue run-now orders --in-flight --yes`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Queue = args[0]
+			if req.InFlight && !req.DryRun && !yes {
+				return a.refuseInFlight(cmd, req)
+			}
 			if !req.DryRun {
 				bar := a.newProgress(-1, "running now")
 				defer bar.finish()
@@ -140,8 +147,33 @@ running but those started since), and count them first with --dry-run.`,
 	}
 	cmd.Flags().StringVar(&req.Kind, "kind", "", "only the messages of this job kind")
 	cmd.Flags().BoolVar(&req.DryRun, "dry-run", false, "count the messages; change nothing")
-	cmd.Flags().BoolVar(&req.InFlight, "in-flight", false, "take the messages in flight instead, after a restore or failover: a job a worker still runs runs twice")
+	cmd.Flags().BoolVar(&req.InFlight, "in-flight", false, "take the messages in flight instead, after a restore or failover: a job a worker still runs runs twice (with --yes or --dry-run)")
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm taking the messages in flight (with --in-flight)")
 	return jsonFlag(cmd, ops.OpQueueRunNow)
+}
+
+// refuseInFlight refuses pgbus queue run-now --in-flight without --yes, as
+// the other commands that may do harm refuse without it: saying how many
+// messages it would take, counted as its dry run counts them, with that
+// dry run and the workers to check as its next steps. Nothing changes.
+func (a *app) refuseInFlight(cmd *cobra.Command, req ops.QueueRunNowRequest) error {
+	ctx, s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	dry := req
+	dry.DryRun = true
+	p, err := s.ops.PreviewRunNow(ctx, dry)
+	if err != nil {
+		return err
+	}
+	which := plural.Count(p.Visible, "message", "messages") + " in flight"
+	if req.Kind != "" {
+		which += " of kind " + req.Kind
+	}
+	return usageError{&ops.Error{Msg: fmt.Sprintf("refusing to make %s of queue %s visible without --yes: a job a worker still runs would run twice; once every worker that read them has stopped, pass --yes",
+		which, p.Queue), Hints: []ops.Hint{dry.Hint("counts them and changes nothing"), {Op: ops.OpWorkers, Why: "shows whether a worker that may still run them is running"}}}}
 }
 
 // groupCommand makes a command that only holds subcommands: alone it

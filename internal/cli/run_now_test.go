@@ -81,8 +81,10 @@ func TestQueueRunNowOfOneKindFromTheCLI(t *testing.T) {
 // pgbus queue run-now --in-flight makes visible now the messages a worker
 // read and never settled, as after a restore or failover, after a
 // --dry-run that counts them and whose next step is the same command
-// with --in-flight; the retrying ones keep waiting. Its help warns that a
-// job still running elsewhere runs twice.
+// with --in-flight --yes; the retrying ones keep waiting. Without --yes,
+// as other commands that may do harm, it refuses, saying how many it
+// would take, with the dry run as its next step, and changes nothing. Its
+// help warns that a job still running elsewhere runs twice.
 func TestQueueRunNowInFlightFromTheCLI(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -94,10 +96,19 @@ func TestQueueRunNowInFlightFromTheCLI(t *testing.T) {
 	pgtest.Exec(t, d.url, `UPDATE pgmq.q_orders SET vt = now() + interval '1 hour', read_ct = 1 WHERE read_ct = 0`)
 
 	if out := d.ok(t, "queue", "run-now", "orders", "--in-flight", "--dry-run"); !strings.Contains(out, "1 message of queue orders in flight would be made visible now") ||
-		!strings.Contains(out, "next: pgbus queue run-now orders --in-flight   # ") || !strings.Contains(out, "runs twice") {
+		!strings.Contains(out, "next: pgbus queue run-now orders --in-flight --yes   # ") || !strings.Contains(out, "runs twice") {
 		t.Fatalf("run-now --in-flight --dry-run:\n%s", out)
 	}
-	if out := d.ok(t, "queue", "run-now", "orders", "--in-flight"); !strings.Contains(out, "1 message of queue orders in flight made visible now") {
+	refused := d.fails(t, 2, "queue", "run-now", "orders", "--in-flight")
+	if !strings.Contains(refused, "refusing to make 1 message in flight of queue orders visible without --yes") || !strings.Contains(refused, "pgbus queue run-now orders --dry-run --in-flight") {
+		t.Errorf("run-now --in-flight without --yes: %s\nwant a refusal with the count and the dry run", refused)
+	}
+	var held int
+	d.query(t, `SELECT count(*) FROM pgmq.q_orders WHERE vt > now()`, &held)
+	if held != 2 {
+		t.Fatalf("after run-now --in-flight without --yes: %d messages not visible; want both still waiting", held)
+	}
+	if out := d.ok(t, "queue", "run-now", "orders", "--in-flight", "--yes"); !strings.Contains(out, "1 message of queue orders in flight made visible now") {
 		t.Fatalf("run-now --in-flight:\n%s", out)
 	}
 	var visible, retrying int
@@ -105,7 +116,7 @@ func TestQueueRunNowInFlightFromTheCLI(t *testing.T) {
 	if visible != 1 || retrying != 1 {
 		t.Errorf("after run-now --in-flight: %d visible, %d not; want the one in flight visible, the retrying one waiting", visible, retrying)
 	}
-	if help := d.ok(t, "queue", "run-now", "--help"); !strings.Contains(help, "--in-flight") || !strings.Contains(help, "runs twice") {
+	if help := d.ok(t, "queue", "run-now", "--help"); !strings.Contains(help, "--in-flight") || !strings.Contains(help, "runs twice") || !strings.Contains(help, "--yes") {
 		t.Errorf("run-now --help:\n%s\nwant --in-flight and its warning", help)
 	}
 }

@@ -240,19 +240,22 @@ func command(h ops.Hint, asCalled bool) string {
 // checked; a discard of the ids named, each chosen. Never a dry run; not
 // a purge, a discard by filter or a retry by filter unguarded that did
 // not confirm: a server that can make them asks first, or moves what a
-// filter selects unseen.
+// filter selects unseen. A run-now of the messages in flight, which a
+// tool call makes as it is and the command asks --yes for, does.
 func calledConfirmed(h ops.Hint) bool {
 	if h.Args["dry_run"] == true {
 		return false
 	}
 	ids, _ := h.Args["ids"].([]int64)
 	severalIDs := len(slices.Compact(slices.Sorted(slices.Values(ids)))) > 1 // one id needs no --yes
-	return h.Args["confirm"] == true || h.Op == ops.OpDLQRetry && h.Args["expect"] != nil || h.Op == ops.OpDLQDiscard && severalIDs
+	return h.Args["confirm"] == true || h.Op == ops.OpDLQRetry && h.Args["expect"] != nil || h.Op == ops.OpDLQDiscard && severalIDs ||
+		h.Op == ops.OpQueueRunNow && h.Args["in_flight"] == true
 }
 
 // needsYes reports whether the command of h asks for --yes: bulk and
-// destructive commands (a discard by filter or of more than one id), and
-// whatever a hint confirms; never a dry run, which changes nothing. The
+// destructive commands (a discard by filter or of more than one id, a
+// run-now of the messages in flight), and whatever a hint confirms; never
+// a dry run, which changes nothing. The
 // hints of such commands are the steps after a call that was checked or
 // confirmed (the rest of a discard stopped at its limit, say): a call
 // relayed as it was made is CallCommand's.
@@ -263,7 +266,7 @@ func needsYes(line string, h ops.Hint) bool {
 	ids, byIDs := h.Args["ids"].([]int64)
 	bulkDiscard := h.Op == ops.OpDLQDiscard && (!byIDs || len(slices.Compact(slices.Sorted(slices.Values(ids)))) > 1)
 	return strings.HasSuffix(line, "retry-all") || bulkDiscard || h.Args["confirm"] == true ||
-		h.Op == ops.OpDLQPurge || h.Op == ops.OpQueueDrop || h.Op == ops.OpQueuePurge
+		h.Op == ops.OpDLQPurge || h.Op == ops.OpQueueDrop || h.Op == ops.OpQueuePurge || h.Op == ops.OpQueueRunNow && h.Args["in_flight"] == true
 }
 
 // words renders an argument's value as shell words.

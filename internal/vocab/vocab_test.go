@@ -68,6 +68,14 @@ func TestHintWording(t *testing.T) {
 			"pgbus migrate --install-pgmq PGMQ_SQL", "the CLI: pgbus migrate --install-pgmq PGMQ_SQL"},
 		{ops.Hint{Op: ops.OpCircuits, Args: map[string]any{"name": "http:bank"}},
 			"pgbus circuits http:bank", `pgbus_circuits {"name":"http:bank"}`},
+		// Taking the messages in flight may run a job twice: --yes, as
+		// other commands that may do harm, but not for its dry run.
+		{ops.Hint{Op: ops.OpQueueRunNow, Args: map[string]any{"queue": "orders", "in_flight": true}},
+			"pgbus queue run-now orders --in-flight --yes", `pgbus_queue_run_now {"in_flight":true,"queue":"orders"}`},
+		{ops.Hint{Op: ops.OpQueueRunNow, Args: map[string]any{"queue": "orders", "in_flight": true, "dry_run": true}},
+			"pgbus queue run-now orders --dry-run --in-flight", `pgbus_queue_run_now {"dry_run":true,"in_flight":true,"queue":"orders"}`},
+		{ops.Hint{Op: ops.OpQueueRunNow, Args: map[string]any{"queue": "orders"}},
+			"pgbus queue run-now orders", `pgbus_queue_run_now {"queue":"orders"}`},
 	}
 	for _, c := range cases {
 		if got := vocab.Command(c.hint); got != c.command {
@@ -101,6 +109,8 @@ func TestCallCommand(t *testing.T) {
 		{ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "orders", "limit": 2, "expect": "2-abc", "confirm": true}}, "pgbus dlq discard --expect 2-abc --limit 2 --queue orders --yes"},
 		{ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 5}}, "pgbus dlq retry-all --limit 5 --queue orders"},
 		{ops.Hint{Op: ops.OpDLQPurge, Args: map[string]any{"older_than": "7d", "dry_run": true, "confirm": true}}, "pgbus dlq purge --dry-run --older-than 7d"},
+		// A tool call takes the messages in flight as it is made.
+		{ops.Hint{Op: ops.OpQueueRunNow, Args: map[string]any{"queue": "orders", "in_flight": true}}, "pgbus queue run-now orders --in-flight --yes"},
 	} {
 		if got := vocab.CallCommand(c.hint); got != c.command {
 			t.Errorf("CallCommand(%+v) = %q, want %q", c.hint, got, c.command)
