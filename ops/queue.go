@@ -79,7 +79,11 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 		if err == nil && len(stats) == 0 {
 			return QueueStatsResult{}, notFoundf("queue %q does not exist", req.Queue).with(list)
 		}
-		return QueueStatsResult{Queues: queueStatsList(stats)}, explain(err, list)
+		out := QueueStatsResult{Queues: queueStatsList(stats)}
+		if err == nil {
+			s.noteDLQsGone(ctx, &out)
+		}
+		return out, explain(err, list)
 	}
 	stats, err := retryVanished(func() ([]store.QueueStats, error) {
 		return s.store.QueueStats(ctx, "", req.storeOptions())
@@ -101,8 +105,31 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 	if err == nil && !req.NoArchive {
 		// For an answer, not a reader that polls: one more read a look.
 		s.noteUnreadQueues(ctx, &out)
+		s.noteDLQsGone(ctx, &out)
 	}
 	return out, err
+}
+
+// noteDLQsGone notes on out each queue it lists whose DLQ's table alone
+// is gone, dropped outside pgbus, as health names it
+// (queue_tables_missing): the stats read its DLQ as empty. A failed read
+// leaves the notes out.
+func (s *Service) noteDLQsGone(ctx context.Context, out *QueueStatsResult) {
+	gone, err := s.store.QueuesWithoutTables(ctx)
+	if err != nil {
+		return
+	}
+	listed := map[string]bool{}
+	for _, q := range out.Queues {
+		listed[q.Queue] = true
+	}
+	for _, q := range gone {
+		if q.OnlyDLQ && listed[q.Queue] {
+			out.Notes = append(out.Notes, fmt.Sprintf("queue %q: its dead-letter queue's table is gone (%s), dropped outside pgbus, so its DLQ reads as empty; "+
+				"messages that fail their last attempt cannot be dead-lettered and stay in the queue: creating the queue again makes its dead-letter queue anew, "+
+				"leaving the queue and its messages as they are", q.Queue, strings.Join(q.Missing, ", ")))
+		}
+	}
 }
 
 // noteUnreadQueues notes on out the PGMQ queues it cannot list, their

@@ -125,9 +125,9 @@ func healthNamesQueuesWhoseTablesAreGone(t *testing.T, s *store.Store) {
 // A queue whose DLQ table alone was dropped by hand (its archive and its
 // row of pgmq.meta left) is named by health, DEGRADED, as its DLQ gone,
 // with the create that makes the DLQ again as its next step and no drop:
-// its work tables and messages are there. Followed, the step ends it. A
-// queue another PGMQ client made without a DLQ, registered with pgbus, is
-// not named: it never had one.
+// its work tables and messages are there; the queue's stats note it.
+// Followed, the step ends it. A queue another PGMQ client made without a
+// DLQ, registered with pgbus, is not named: it never had one.
 func TestHealthNamesAQueueWhoseDLQAloneIsGone(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -175,8 +175,21 @@ func TestHealthNamesAQueueWhoseDLQAloneIsGone(t *testing.T) {
 	if len(r.Next) != 1 || create.Args["queue"] != lost || fmt.Sprint(create.Args["priorities"]) != "2" {
 		t.Fatalf("reason of %s: next %+v; want only the create of %s with its 2 priority levels", lost, r.Next, lost)
 	}
+	// The stats of the queue, and of every queue, note it too, with what
+	// makes the DLQ again.
+	for _, req := range []ops.QueueStatsRequest{{Queue: lost}, {}} {
+		st, err := svc.QueueStats(ctx, req)
+		notes := strings.Join(st.Notes, "\n")
+		if err != nil || !strings.Contains(notes, fmt.Sprintf("queue %q", lost)) || !strings.Contains(notes, "pgmq.q_"+store.DLQName(lost)) ||
+			!strings.Contains(notes, "creating the queue again") || strings.Contains(notes, foreign) {
+			t.Errorf("stats %+v with the DLQ table of %s dropped: notes %q, %v; want one naming %s's DLQ table and what makes it again", req, lost, st.Notes, err, lost)
+		}
+	}
 	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: lost, Priorities: 2}); err != nil {
 		t.Fatalf("the create health offers for %s: %v", lost, err)
+	}
+	if st, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: lost}); err != nil || len(st.Notes) != 0 {
+		t.Errorf("stats of %s once its DLQ is made again: notes %q, %v; want none", lost, st.Notes, err)
 	}
 	if got := reasons(); len(got) != 0 {
 		t.Errorf("health once the DLQ of %s is made again: %+v; want no queue_tables_missing", lost, got)
