@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +19,7 @@ func TestWorkersPageSaysWhyOneStopped(t *testing.T) {
 	if err := st.StopWorkerOnError(pgtest.Context(t), store.WorkerProcess{ID: "w-denied", Hostname: "host-denied", PID: 43, Queues: []string{"orders"}, Concurrency: 1, HeartbeatInterval: time.Hour}, why); err != nil {
 		t.Fatal(err)
 	}
-	token := newToken(t)
-	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
-	b.login(token)
-	code, page, _ := b.get("/workers")
-	if code != http.StatusOK {
-		t.Fatalf("GET /workers: %d\n%s", code, page)
-	}
+	page := workersPage(t, st)
 	for _, want := range []string{"Stopped on an error", "permission denied for table q_orders &lt;script&gt;alert(1)&lt;/script&gt; \\u202e", "[REDACTED]"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the workers page lacks %q:\n%s", want, page)

@@ -20,13 +20,7 @@ func TestWorkersPageNamesStuckHandlers(t *testing.T) {
 	if err := st.HeartbeatWorker(pgtest.Context(t), w); err != nil {
 		t.Fatal(err)
 	}
-	token := newToken(t)
-	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
-	b.login(token)
-	code, page, _ := b.get("/workers")
-	if code != http.StatusOK {
-		t.Fatalf("GET /workers: %d\n%s", code, page)
-	}
+	page := workersPage(t, st)
 	for _, want := range []string{"Handlers running past their timeout and grace", "message 42 of <code>orders</code>", "&lt;script&gt;alert(1)&lt;/script&gt;\\u202e"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the workers page lacks %q:\n%s", want, page)
@@ -37,4 +31,17 @@ func TestWorkersPageNamesStuckHandlers(t *testing.T) {
 			t.Errorf("the workers page shows %q:\n%s", bad, page)
 		}
 	}
+}
+
+// workersPage is the workers page of a dashboard on st, logged in.
+func workersPage(t *testing.T, st *store.Store) string {
+	t.Helper()
+	token := newToken(t)
+	b := newBrowser(t, serve(t, st, serverOpts{token: token}))
+	b.login(token)
+	code, page, _ := b.get("/workers")
+	if code != http.StatusOK {
+		t.Fatalf("GET /workers: %d\n%s", code, page)
+	}
+	return page
 }

@@ -1,23 +1,15 @@
 package metrics_test
 
 import (
-	"context"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // A process with no file descriptor left to open a connection with (a
@@ -25,27 +17,7 @@ import (
 // raise, not as a database that did not answer the health check.
 func TestReadyzSaysTheProcessIsOutOfFiles(t *testing.T) {
 	t.Parallel()
-	ctx := pgtest.Context(t)
-	pgtest.Store(t) // migrates the test database
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.ConfigurePool(cfg)
-	var noFiles atomic.Bool
-	var dialer net.Dialer
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if noFiles.Load() {
-			return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("socket", syscall.EMFILE)}
-		}
-		return dialer.DialContext(ctx, network, addr)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pool)
-	t.Cleanup(st.Close)
+	st, runOut := pgtest.OutOfFilesStore(t)
 	svc, err := ops.New(st, ops.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +27,7 @@ func TestReadyzSaysTheProcessIsOutOfFiles(t *testing.T) {
 	if code, _, body := getReadyz(t, base); code != http.StatusOK {
 		t.Fatalf("/readyz with the database up: %d %s", code, body)
 	}
-	noFiles.Store(true)
-	pool.Reset()
+	runOut()
 	var r metrics.Readiness
 	var body string
 	pgtest.Eventually(t, time.Minute, "/readyz to answer 503", func() bool {

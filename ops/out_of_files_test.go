@@ -1,19 +1,11 @@
 package ops_test
 
 import (
-	"context"
-	"net"
-	"os"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
-	"github.com/pgbus/pgbus/store"
 )
 
 // A call whose process has no file descriptor left to open a connection
@@ -23,34 +15,14 @@ import (
 func TestOutOfFilesIsSaidAsTheProcesssLimit(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	pgtest.Store(t) // migrates the test database
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store.ConfigurePool(cfg)
-	var noFiles atomic.Bool
-	var dialer net.Dialer
-	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if noFiles.Load() {
-			return nil, &net.OpError{Op: "dial", Net: network, Err: os.NewSyscallError("socket", syscall.EMFILE)}
-		}
-		return dialer.DialContext(ctx, network, addr)
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := store.New(pool)
-	t.Cleanup(st.Close)
+	st, runOut := pgtest.OutOfFilesStore(t)
 	svc := newService(t, st, ops.Options{})
 	if _, err := svc.QueueStats(ctx, ops.QueueStatsRequest{}); err != nil {
 		t.Fatalf("queues before the process ran out of files: %v", err)
 	}
 
-	noFiles.Store(true)
-	pool.Reset() // the pool's connections gone: the next call opens one
-	_, err = svc.QueueStats(ctx, ops.QueueStatsRequest{})
+	runOut()
+	_, err := svc.QueueStats(ctx, ops.QueueStatsRequest{})
 	if err == nil {
 		t.Fatal("queues with no file descriptor left to connect with: no error")
 	}
