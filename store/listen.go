@@ -32,8 +32,23 @@ type Listener struct {
 // PgBouncer with pool_mode = transaction) sits between pgbus and PostgreSQL,
 // which runs LISTEN on a server connection that it then hands to other
 // clients. Wake workers by polling instead.
+//
+// Listen returns it too, without running LISTEN, when it finds such a
+// pooler: one whose server connections take one client's statements after
+// another's (see errSessionNotKept).
 var ErrNoDelivery = errors.New("notifications sent to the database do not reach this listener " +
 	"(is a pooler in transaction mode, such as PgBouncer, between pgbus and PostgreSQL?)")
+
+// errSessionNotKept is Listen's error when a connection pooler between
+// pgbus and PostgreSQL does not keep the listener's connection on one
+// server connection (transaction pooling).
+var errSessionNotKept = fmt.Errorf("%w: a connection pooler in transaction mode (such as PgBouncer with pool_mode = transaction) "+
+	"hands this connection's statements to server connections other clients use in turn, so LISTEN was not run: "+
+	"it would stay on one of them, whose later clients would receive pgbus's notifications", ErrNoDelivery)
+
+// sessionChecks is how many times Listen checks that a connection through
+// a pooler keeps its server connection (keepsSession).
+const sessionChecks = 3
 
 // probePrefix starts the payload of CheckDelivery's notification: no queue
 // name starts with it, so other listeners ignore it.
@@ -43,6 +58,13 @@ const probePrefix = "?probe "
 // it to send notifications. Notifications made before Listen returns are not
 // received: a caller that must not miss a message reads its queues after
 // Listen. Close the listener when done.
+//
+// A connection whose server process is not the one its start named, as
+// when a connection pooler answered it, is first checked to keep one
+// server connection (keepsSession): through a pooler in transaction mode
+// Listen runs no LISTEN, which would stay on a server connection the
+// pooler then hands to other clients, and returns an error wrapping
+// ErrNoDelivery.
 func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	if s.pool == nil {
 		return nil, errNoPool()
@@ -64,16 +86,55 @@ func (s *Store) Listen(ctx context.Context) (*Listener, error) {
 	// query. current_setting, not the view pg_settings, whose read spills
 	// to a temporary file under a tiny work_mem and fails under as tiny a
 	// temp_file_limit.
-	var idle int64
-	if err := conn.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM current_setting('idle_session_timeout', true)::interval) * 1000, 0)::bigint`).Scan(&idle); err != nil {
+	var idle, backend int64
+	if err := conn.QueryRow(ctx, `SELECT coalesce(extract(epoch FROM current_setting('idle_session_timeout', true)::interval) * 1000, 0)::bigint, pg_backend_pid()`, pgx.QueryExecModeSimpleProtocol).Scan(&idle, &backend); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("store: listen for sends: read idle_session_timeout: %w", err)
+	}
+	if backend != int64(conn.PgConn().PID()) {
+		// A pooler or proxy answered the connection's start with a key
+		// of its own.
+		if err := s.keepsSession(ctx, conn, backend); err != nil {
+			_ = conn.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{notifyChannel}.Sanitize()); err != nil {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("store: listen for sends: LISTEN: %w", err)
 	}
 	return &Listener{conn: conn, s: s, every: time.Duration(idle) * time.Millisecond / 2, spoke: time.Now()}, nil
+}
+
+// keepsSession checks that conn, a connection through a pooler whose last
+// statement ran in the server process backend, keeps that server
+// connection, as it does through a pooler in session mode: it returns
+// errSessionNotKept when another client of the pooler (a connection of the
+// pool) gets that server process while conn is idle, or when conn, the
+// other client holding a transaction meanwhile, gets another one. Through
+// a pooler in transaction mode the other client mostly gets it at once:
+// the pooler hands out the server connection released last. Either way
+// conn's statements leave nothing on the server connection.
+func (s *Store) keepsSession(ctx context.Context, conn *pgx.Conn, backend int64) error {
+	for range sessionChecks {
+		tx, err := s.db.Begin(ctx)
+		if err != nil {
+			return fmt.Errorf("store: listen for sends: check which server connections the pooler gives it: %w", err)
+		}
+		var other, again int64
+		err = tx.QueryRow(ctx, `SELECT pg_backend_pid()`, pgx.QueryExecModeSimpleProtocol).Scan(&other)
+		if err == nil && other != backend {
+			err = conn.QueryRow(ctx, `SELECT pg_backend_pid()`, pgx.QueryExecModeSimpleProtocol).Scan(&again)
+		}
+		_ = tx.Rollback(ctx)
+		switch {
+		case err != nil:
+			return fmt.Errorf("store: listen for sends: check which server connections the pooler gives it: %w", err)
+		case other == backend, again != backend:
+			return fmt.Errorf("store: listen for sends: %w", errSessionNotKept)
+		}
+	}
+	return nil
 }
 
 // CheckDelivery sends a notification of its own through the store's pool,

@@ -1,6 +1,7 @@
-// Package bouncertest runs a real PgBouncer in transaction pooling mode in
-// front of the test database, and its tests check that pgbus works through
-// it: migrations, workers, retention election and the MCP tools.
+// Package bouncertest runs a real PgBouncer in transaction pooling mode
+// (or, for a test that asks, session mode) in front of the test database,
+// and its tests check that pgbus works through it: migrations, workers,
+// retention election and the MCP tools.
 //
 // In transaction pooling a client holds a server connection only for the
 // length of one transaction, so session state (LISTEN, session advisory
@@ -271,6 +272,10 @@ type Options struct {
 	// statement waits for a server connection before the bouncer ends the
 	// client's connection; PgBouncer's default (two minutes) when 0.
 	QueryWaitTimeout time.Duration
+	// PoolMode is pool_mode: "transaction" when "", or "session", in
+	// which a client keeps one server connection for as long as it is
+	// connected.
+	PoolMode string
 }
 
 // StartWith is Start with opts.
@@ -278,6 +283,9 @@ func StartWith(tb testing.TB, dbURL string, opts Options) *Bouncer {
 	tb.Helper()
 	if opts.PoolSize == 0 {
 		opts.PoolSize = 20
+	}
+	if opts.PoolMode == "" {
+		opts.PoolMode = "transaction"
 	}
 	bin, err := Binary()
 	if err != nil {
@@ -296,7 +304,7 @@ func StartWith(tb testing.TB, dbURL string, opts Options) *Bouncer {
 		b, err := start(tb, bin, cfg, major, minor, opts)
 		if err == nil {
 			b.Version = ver
-			tb.Logf("bouncertest: PgBouncer %s in transaction mode on 127.0.0.1:%d", ver, b.port)
+			tb.Logf("bouncertest: PgBouncer %s in %s mode on 127.0.0.1:%d", ver, opts.PoolMode, b.port)
 			return b
 		}
 		lastErr = err
@@ -321,7 +329,7 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts
 	// Clients may give any name: every database logs in as the server's
 	// user. User pgbouncer may use the admin console (Admin).
 	ini.WriteString("auth_type = any\nauth_file = " + filepath.Join(dir, "userlist.txt") + "\nadmin_users = pgbouncer\n")
-	fmt.Fprintf(&ini, "pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = %d\n", opts.PoolSize)
+	fmt.Fprintf(&ini, "pool_mode = %s\nmax_client_conn = 400\ndefault_pool_size = %d\n", opts.PoolMode, opts.PoolSize)
 	if opts.QueryWaitTimeout > 0 {
 		fmt.Fprintf(&ini, "query_wait_timeout = %d\n", max(1, int(opts.QueryWaitTimeout.Seconds())))
 	}
