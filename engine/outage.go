@@ -182,7 +182,7 @@ func (o *outage) sayStart(c outageCause, code string, err error) {
 		o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
 			"to end it, "+store.CrowdedAdvice, "err", err)
 	default:
-		o.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering"+endedBy(code)+"); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute",
+		o.log.Warn("pgbus: the database does not answer ("+store.UnansweredCauses+endedBy(code)+"); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute"+adviceFor(err),
 			"err", err)
 	}
 }
@@ -206,9 +206,20 @@ func (o *outage) sayStill(c outageCause, lasted string, err error) {
 		o.log.Warn("pgbus: the database still refuses new connections, having as many as it allows; the workers retry until it takes them: "+store.CrowdedAdvice,
 			"for", lasted, "err", err)
 	default:
-		o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers",
+		o.log.Warn("pgbus: the database still does not answer; the workers retry until it answers"+adviceFor(err),
 			"for", lasted, "err", err)
 	}
+}
+
+// adviceFor is what to check about err, a failure of an outage of a
+// database that does not answer, as the health check and the probes say
+// it (store.DatabaseAdvice), after a colon; "" when there is none or err
+// says it already.
+func adviceFor(err error) string {
+	if advice := store.DatabaseAdvice(err); advice != "" && !strings.Contains(err.Error(), advice) {
+		return ": " + advice
+	}
+	return ""
 }
 
 // endedBy adds to the outage's words who may have ended a connection

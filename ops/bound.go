@@ -75,8 +75,7 @@ const HealthCheckTimeout = 5 * time.Second
 
 // unansweredAdvice is what to check about a database that did not answer
 // a health check in time.
-const unansweredAdvice = "check that PostgreSQL is up and answers; behind PgBouncer, check on its admin console that the database is not paused and that clients do not wait for a server connection (SHOW POOLS: cl_waiting), " +
-	"and its log for failed connections to PostgreSQL"
+const unansweredAdvice = store.UnansweredAdvice
 
 // healthBound is bound for a health check: its reads bounded by
 // HealthCheckTimeout, or by the call timeout when that is shorter.

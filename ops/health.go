@@ -343,15 +343,7 @@ func (s *Service) HealthOf(ctx context.Context, req HealthRequest) (Health, erro
 // gives with the error, in words that name no host, user or database, for
 // a front end that may not show the error itself (a probe served without
 // a token). It returns "" when err carries no such advice.
-func DatabaseAdvice(err error) string {
-	if advice := store.Advice(err); advice != "" {
-		return advice
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return unansweredAdvice
-	}
-	return ""
-}
+func DatabaseAdvice(err error) string { return store.DatabaseAdvice(err) }
 
 // OutOfFiles reports whether err, the error of an operation, is this
 // process failing to open a connection for want of a file descriptor (a

@@ -121,6 +121,33 @@ func Advice(err error) string {
 	return ""
 }
 
+// UnansweredAdvice is what to check about a database that gave no answer
+// in time: PostgreSQL itself, and a connection pooler in front of it
+// (PgBouncer) that holds statements unanswered while it is paused or has no
+// server connection to give.
+const UnansweredAdvice = "check that PostgreSQL is up and answers; behind PgBouncer, check on its admin console that the database is not paused (RESUME <database> ends a PAUSE) " +
+	"and that clients do not wait for a server connection (SHOW POOLS: cl_waiting), and its log for failed connections to PostgreSQL"
+
+// UnansweredCauses are the causes of a database that does not answer, in
+// words a log line that says so puts in brackets.
+const UnansweredCauses = "it is down or restarting, the connection to it was cut or stopped answering, " +
+	"or a connection pooler in front of it (PgBouncer) is paused or has no server connection to give"
+
+// DatabaseAdvice says what to check about err, the error of a call on a
+// database that could not be reached or used: Advice when the store
+// recognized why, else UnansweredAdvice for a call that got no answer in
+// time (context.DeadlineExceeded), else "". Like Advice, it names no host,
+// user or database.
+func DatabaseAdvice(err error) string {
+	if advice := Advice(err); advice != "" {
+		return advice
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return UnansweredAdvice
+	}
+	return ""
+}
+
 // Refused reports whether err holds a connection the server (or a
 // connection pooler in front of it) answered and refused at its login,
 // with an error of its own: a password that changed (SQLSTATE 28P01), a

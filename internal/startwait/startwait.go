@@ -158,8 +158,11 @@ func (w *Wait) Do(ctx context.Context, step func(context.Context) error) error {
 			w.crowdedUntil = time.Now().Add(crowdedWait)
 			if w.down.IsZero() {
 				w.down = time.Now()
-				w.log.Warn("pgbus: the database does not answer (it is down or restarting, or the connection to it was cut or stopped answering); starting waits until it answers, trying every few seconds",
-					"err", err)
+				msg := "pgbus: the database does not answer (" + store.UnansweredCauses + "); starting waits until it answers, trying every few seconds"
+				if advice := store.DatabaseAdvice(err); advice != "" && !strings.Contains(err.Error(), advice) {
+					msg += ": " + advice
+				}
+				w.log.Warn(msg, "err", err)
 			} else {
 				w.log.Debug("pgbus: the database still does not answer; starting tries again", "in", delay, "err", err)
 			}
