@@ -521,7 +521,7 @@ func connectAdvice(err error) string {
 	}
 	var late *pingTimeoutError
 	if errors.As(err, &late) {
-		return "it is frozen or overloaded, or, behind PgBouncer, PgBouncer has no server connection to give (its pool full or paused, or PostgreSQL unreachable): try again shortly, and if it goes on check the server and the pooler"
+		return "it is frozen or overloaded, or, behind PgBouncer, PgBouncer has no server connection to give (its pool full or paused, or PostgreSQL unreachable): try again shortly, and if it goes on " + UnansweredAdvice
 	}
 	if OutOfFiles(err) {
 		return OutOfFilesAdvice

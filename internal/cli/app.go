@@ -67,6 +67,12 @@ type app struct {
 	// --database-call-timeout, else as the database opens
 	// (settleCallTimeout).
 	callTimeout time.Duration
+	// connectBound, when set and shorter than callTimeout, bounds the
+	// connection to the database instead, for a command asked when
+	// something is wrong, which must answer then: pgbus health, whose
+	// check is bounded by ops.HealthCheckTimeout too. A paused PgBouncer
+	// takes the connection and answers nothing.
+	connectBound time.Duration
 	// gate, when set, holds the calls of the operations layer while pgbus
 	// serve readies a database that did not answer at its start.
 	gate *ops.Gate
@@ -394,7 +400,11 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 	}
 	// A URL read from a file (DATABASE_URL_FILE) is read again for each
 	// new connection: a rotated secret is used without a restart.
-	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: a.callTimeout, ApplicationName: a.commandPath,
+	bound := a.callTimeout
+	if a.connectBound > 0 && (bound == 0 || a.connectBound < bound) {
+		bound = a.connectBound
+	}
+	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: bound, ApplicationName: a.commandPath,
 		URLAgain: a.again["database-url"]})
 	if err != nil && strings.HasPrefix(a.sources["database-url"], "config ") && (errors.Is(err, dbopen.ErrBadURL) || strings.Contains(err.Error(), storeURLWords)) {
 		// The file's URL: the error names the file, the line and the key

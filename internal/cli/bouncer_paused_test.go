@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/bouncertest"
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/ops"
 )
 
 // TestCommandsOfAPausedBouncer: PgBouncer takes the connection of a
@@ -66,5 +67,29 @@ func TestCommandsOfAPausedBouncer(t *testing.T) {
 	}
 	if err == nil {
 		t.Errorf("pgbus queues through a paused pgbouncer succeeded after SIGINT:\n%s", out.String())
+	}
+}
+
+// TestHealthOfAPausedBouncer: pgbus health, asked when something is wrong,
+// gives up on a paused PgBouncer, which takes its connection and answers
+// none of its statements, at the health check's own bound, shorter than
+// the database call timeout (30s by default), and says that the pooler may
+// be paused and what resumes it.
+func TestHealthOfAPausedBouncer(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t)
+	b := bouncertest.Start(t, dbURL)
+	if r := pgbus(t, []string{"DATABASE_URL=" + b.URL()}, "migrate"); r.code != 0 {
+		t.Fatalf("migrate through pgbouncer: exit %d\n%s", r.code, r.stderr)
+	}
+	b.Pause(t)
+	r := pgbus(t, []string{"DATABASE_URL=" + b.URL()}, "health")
+	if r.code != 1 {
+		t.Errorf("pgbus health through a paused pgbouncer: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"did not answer within " + ops.HealthCheckTimeout.String(), "paused", "RESUME"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("pgbus health through a paused pgbouncer does not say %q:\n%s", want, r.stderr)
+		}
 	}
 }

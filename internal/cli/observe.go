@@ -42,9 +42,12 @@ prints the same result as the MCP tool pgbus_health.
 Exit code 0 whatever the verdict, unless --fail-on names one: then 1 when
 the verdict is that one or worse (OK, DEGRADED, STALLED), after the report,
 so that a cron job or a runbook's check alerts on it; a database that does
-not answer is exit 1 either way. Another session's lock that keeps the
-check from reading the tables within the database call timeout is the
-verdict DEGRADED, its reason health_check_slow naming that session.`,
+not answer is exit 1 either way, its connection and its check each given
+up after ` + ops.HealthCheckTimeout.String() + `, or the database call timeout when that is shorter (a paused
+PgBouncer takes the connection and answers nothing). Another session's
+lock that keeps the check from reading the tables within the database call
+timeout is the verdict DEGRADED, its reason health_check_slow naming that
+session.`,
 		Example: `  pgbus health
   pgbus health --json
   pgbus health --fail-on stalled || page-the-on-call`,
@@ -54,6 +57,7 @@ verdict DEGRADED, its reason health_check_slow naming that session.`,
 			if failOn != "" && level != ops.HealthDegraded && level != ops.HealthStalled {
 				return usageError{fmt.Errorf("--fail-on %q is no verdict: give degraded or stalled, the verdict from which on the command fails", clip(failOn, 40))}
 			}
+			a.connectBound = ops.HealthCheckTimeout
 			return run(a, cmd, noArgs((*ops.Service).HealthOrSlow), struct{}{}, a.printHealth, func(h ops.Health) error {
 				if failOn != "" && ops.HealthAtLeast(h.Status, level) {
 					return fmt.Errorf("health is %s, at or past --fail-on %s", h.Status, strings.ToLower(level))
