@@ -102,6 +102,7 @@ func (o *outage) failed(err error) bool {
 	// A password changed, or pg_hba.conf changed, under running workers:
 	// their open connections go on, the new ones are refused.
 	refused := strings.HasPrefix(code, "28")
+	cut := store.IsCut(err)
 	if !crowded && !readOnly && !diskFull && !refused && !noFiles && !store.IsUnreachable(err) && !unanswered(err) {
 		return false
 	}
@@ -112,7 +113,7 @@ func (o *outage) failed(err error) bool {
 	defer o.mu.Unlock()
 	now := time.Now()
 	o.last = now
-	cause := outageCause{crowded: crowded, readOnly: readOnly, diskFull: diskFull, refused: refused, noFiles: noFiles}
+	cause := outageCause{crowded: crowded, readOnly: readOnly, diskFull: diskFull, refused: refused, noFiles: noFiles, cut: cut}
 	switch {
 	case !o.down.Load():
 		o.down.Store(true)
@@ -151,8 +152,10 @@ func (o *outage) sayPoolWait(err error) {
 }
 
 // outageCause is what one failure says of an outage's cause; none of
-// them is a database that does not answer.
-type outageCause struct{ crowded, readOnly, diskFull, refused, noFiles bool }
+// them is a database that does not answer. cut, a connection that broke
+// without a word from the server, is said only at an outage's start: the
+// new connections after it meet what lasts (refused, or not answered).
+type outageCause struct{ crowded, readOnly, diskFull, refused, noFiles, cut bool }
 
 // note adds the cause of one failure to those met in this outage; o.mu
 // is held.
@@ -181,6 +184,10 @@ func (o *outage) sayStart(c outageCause, code string, err error) {
 	case c.crowded:
 		o.log.Warn("pgbus: the database refuses new connections: it has as many as it allows; the workers keep their running jobs, hold the outcomes to write, and retry until it takes them, saying so here once a minute; "+
 			"to end it, "+store.CrowdedAdvice, "err", err)
+	case c.cut:
+		o.log.Warn("pgbus: the database does not answer: the connection to it was cut (the server, or a connection pooler in front of it such as PgBouncer, was restarted or killed, or the network path dropped it); "+
+			"the workers reconnect, keep their running jobs, hold the outcomes to write, and retry until the database answers, saying so here once a minute while it does not",
+			"err", err)
 	default:
 		o.log.Warn("pgbus: the database does not answer ("+store.UnansweredCauses+endedBy(code)+"); the workers keep their running jobs, hold the outcomes to write, and retry until it answers, saying so here once a minute"+adviceFor(err),
 			"err", err)

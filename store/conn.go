@@ -649,6 +649,21 @@ func IsUnreachable(err error) bool {
 	return connLost(err)
 }
 
+// IsCut reports whether err says that the connection of a statement, or of
+// a wait for notifications, broke without a word from the server: it read
+// the end of the stream (EOF) or was reset, as when the server, or a
+// connection pooler in front of it (PgBouncer), is killed or restarted, or
+// a network path drops it. A server that ended the session said so, with
+// an error of its own (SQLSTATE 57P01), and a call given up at its
+// deadline did not see the connection break: neither is a cut.
+func IsCut(err error) bool {
+	if err == nil || pgconn.Timeout(err) || errors.As(err, new(*pgconn.PgError)) {
+		return false
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, pgconn.ErrConnClosed)
+}
+
 // EndedByAdministrator reports whether err is the server ending the
 // session of the statement (SQLSTATE 57P01, admin_shutdown): an
 // administrator's pg_terminate_backend, or a shutdown in fast mode, which
