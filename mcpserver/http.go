@@ -232,10 +232,10 @@ func (c HTTPConfig) Check() error {
 		return fmt.Errorf("--addr %q has no port pgbus can listen on: give one from 1 to 65535 (or 0 for any free one), for example %s", c.Addr, DefaultAddr)
 	}
 	if c.AuthToken != "" && strings.TrimSpace(c.AuthToken) == "" {
-		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) is only white space, which no client can send: use a random token, e.g. the output of `openssl rand -hex 32`")
+		return errors.New("the token (--auth-token, PGBUS_MCP_TOKEN, or the file PGBUS_MCP_TOKEN_FILE names) is only white space, which no client can send: use a random token, e.g. the output of `openssl rand -hex 32`")
 	}
 	if strings.IndexFunc(c.AuthToken, unicode.IsSpace) >= 0 {
-		return errors.New("--auth-token (or PGBUS_MCP_TOKEN) contains white space, which no client can send in a bearer token; use a random token, e.g. the output of `openssl rand -hex 32`")
+		return errors.New("the token (--auth-token, PGBUS_MCP_TOKEN, or the file PGBUS_MCP_TOKEN_FILE names) contains white space, which no client can send in a bearer token; use a random token, e.g. the output of `openssl rand -hex 32`")
 	}
 	if !IsLoopbackHost(host) {
 		where := host
@@ -243,10 +243,10 @@ func (c HTTPConfig) Check() error {
 			where = "every interface"
 		}
 		if c.AuthToken == "" {
-			return fmt.Errorf("--addr %s listens on %s, not only on loopback, so a bearer token is required: pass --auth-token or set PGBUS_MCP_TOKEN (for example to the output of `openssl rand -hex 32`), or bind to 127.0.0.1", c.Addr, where)
+			return fmt.Errorf("--addr %s listens on %s, not only on loopback, so a bearer token is required: pass --auth-token, or set PGBUS_MCP_TOKEN or PGBUS_MCP_TOKEN_FILE (a file that holds it), to a random token (for example the output of `openssl rand -hex 32`), or bind to 127.0.0.1", c.Addr, where)
 		}
 		if n := utf8.RuneCountInString(c.AuthToken); n < MinRemoteTokenLen {
-			return fmt.Errorf("--auth-token (or PGBUS_MCP_TOKEN) has %s, too few for --addr %s, which listens on %s, not only on loopback: use a random token of at least %d characters, e.g. openssl rand -hex 32", plural.Count(n, "character", "characters"), c.Addr, where, MinRemoteTokenLen)
+			return fmt.Errorf("the token (--auth-token, PGBUS_MCP_TOKEN, or the file PGBUS_MCP_TOKEN_FILE names) has %s, too few for --addr %s, which listens on %s, not only on loopback: use a random token of at least %d characters, e.g. openssl rand -hex 32", plural.Count(n, "character", "characters"), c.Addr, where, MinRemoteTokenLen)
 		}
 	}
 	if c.MaxSessions > MaxMaxSessions {

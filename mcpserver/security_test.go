@@ -228,15 +228,15 @@ func TestTokenCheck(t *testing.T) {
 	}
 	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:8080"} {
 		for _, token := range []string{"   ", "\t", " \n ", "two words", "tok-123 ", " " + longToken, longToken[:16] + "\t" + longToken[16:]} {
-			if err := check(addr, token); err == nil || !strings.Contains(err.Error(), "white space") || !strings.Contains(err.Error(), "--auth-token") {
-				t.Errorf("addr %s, token %q: %v; want a refusal naming --auth-token and the white space", addr, token, err)
+			if err := check(addr, token); err == nil || !strings.Contains(err.Error(), "white space") || !strings.Contains(err.Error(), "--auth-token") || !strings.Contains(err.Error(), "PGBUS_MCP_TOKEN_FILE") {
+				t.Errorf("addr %s, token %q: %v; want a refusal naming --auth-token, PGBUS_MCP_TOKEN_FILE and the white space", addr, token, err)
 			}
 		}
 	}
 	for _, addr := range []string{"0.0.0.0:0", ":8080", "[::]:0", "192.0.2.10:8080", "example.com:80"} {
 		for _, token := range []string{"a", "tok-123", longToken[:31]} {
 			err := check(addr, token)
-			if err == nil || !strings.Contains(err.Error(), "at least 32 characters") || !strings.Contains(err.Error(), "openssl rand -hex 32") {
+			if err == nil || !strings.Contains(err.Error(), "at least 32 characters") || !strings.Contains(err.Error(), "openssl rand -hex 32") || !strings.Contains(err.Error(), "PGBUS_MCP_TOKEN_FILE") {
 				t.Errorf("addr %s, token of %d characters: %v; want a refusal asking for at least 32 characters", addr, len(token), err)
 			}
 		}
