@@ -1,7 +1,6 @@
 package bouncertest_test
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -30,18 +29,8 @@ func TestWorkerOutageThroughPausedBouncer(t *testing.T) {
 		c.DatabaseCallTimeout = 2 * time.Second
 		c.NoListen = true
 	})
-	ran := make(chan int64, 1)
-	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error {
-		select {
-		case ran <- job.ID:
-		default:
-		}
-		return nil
-	})
-	runCtx, stop := context.WithCancel(context.Background())
+	ran, done, stop := pgtest.RunReporting(c, q)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
 	id, err := direct.Send(ctx, q, store.NewMessage{Payload: json.RawMessage(`{"n": 1}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -88,18 +77,8 @@ func TestWorkerOutageThroughKilledSessionBouncer(t *testing.T) {
 		// connection and so meets the kill first.
 		c.PollInterval, c.SettingsRefresh, c.StatsFlush, c.ProcessHeartbeat = time.Hour, time.Hour, time.Hour, time.Hour
 	})
-	ran := make(chan int64, 1)
-	c.HandleQueue(q, func(_ context.Context, job *engine.Job) error {
-		select {
-		case ran <- job.ID:
-		default:
-		}
-		return nil
-	})
-	runCtx, stop := context.WithCancel(context.Background())
+	ran, done, stop := pgtest.RunReporting(c, q)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
 	// The first job may be read by the workers' first read; the second,
 	// sent once the first is done, only by a notification, or by the
 	// read the listener makes once it listens: either way the listener

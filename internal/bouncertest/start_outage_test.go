@@ -1,7 +1,6 @@
 package bouncertest_test
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -38,18 +37,8 @@ func TestRunStartsThroughBouncerOnceServerIsBack(t *testing.T) {
 	}
 	var logs pgtest.SyncBuffer
 	c := pgtest.NewClient(t, st, queue, func(c *engine.Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	ran := make(chan int64, 1)
-	c.HandleQueue(queue, func(_ context.Context, job *engine.Job) error {
-		select {
-		case ran <- job.ID:
-		default:
-		}
-		return nil
-	})
-	runCtx, stop := context.WithCancel(context.Background())
+	ran, done, stop := pgtest.RunReporting(c, queue)
 	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
 	pgtest.Eventually(t, 2*time.Minute, "Run to say it waits for the database", func() bool {
 		select {
 		case err := <-done:

@@ -89,3 +89,21 @@ func AwaitJob(ctx context.Context, tb testing.TB, ran <-chan int64, done <-chan 
 		tb.Fatalf("the job sent did not run:\n%s", logs)
 	}
 }
+
+// RunReporting has c handle queue by saying each message it runs on ran
+// (dropping what no one waits for), and runs c until stop is called: done
+// gets Run's error.
+func RunReporting(c *engine.Client, queue string) (ran <-chan int64, done <-chan error, stop func()) {
+	reported := make(chan int64, 1)
+	c.HandleQueue(queue, func(_ context.Context, job *engine.Job) error {
+		select {
+		case reported <- job.ID:
+		default:
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() { ended <- c.Run(ctx) }()
+	return reported, ended, cancel
+}
