@@ -81,7 +81,7 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 		}
 		out := QueueStatsResult{Queues: queueStatsList(stats)}
 		if err == nil {
-			s.noteDLQsGone(ctx, &out)
+			s.noteDLQsGone(ctx, &out, out.Queues)
 		}
 		return out, explain(err, list)
 	}
@@ -99,36 +99,53 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 			out.Notes = append(out.Notes, fmt.Sprintf("no queue's name contains %q", req.NameContains))
 		}
 	}
+	asked := out.Queues
 	if err == nil && !req.All {
 		s.fitQueueStats(&out, what)
 	}
 	if err == nil && !req.NoArchive {
 		// For an answer, not a reader that polls: one more read a look.
 		s.noteUnreadQueues(ctx, &out)
-		s.noteDLQsGone(ctx, &out)
+		s.noteDLQsGone(ctx, &out, asked)
 	}
 	return out, err
 }
 
-// noteDLQsGone notes on out each queue it lists whose DLQ's table alone
+// maxDLQGoneNotes bounds the notes of lost DLQ tables in one answer, so
+// that they keep it under the response bound.
+const maxDLQGoneNotes = 5
+
+// noteDLQsGone notes on out each queue asked for whose DLQ's table alone
 // is gone, dropped outside pgbus, as health names it
-// (queue_tables_missing): the stats read its DLQ as empty. A failed read
-// leaves the notes out.
-func (s *Service) noteDLQsGone(ctx context.Context, out *QueueStatsResult) {
+// (queue_tables_missing): the stats read its DLQ as empty. A queue the
+// response bound left out is noted too, since nothing else in the answer
+// would show it. A failed read leaves the notes out.
+func (s *Service) noteDLQsGone(ctx context.Context, out *QueueStatsResult, asked []QueueStats) {
 	gone, err := s.store.QueuesWithoutTables(ctx)
 	if err != nil {
 		return
 	}
-	listed := map[string]bool{}
-	for _, q := range out.Queues {
-		listed[q.Queue] = true
+	isAsked := map[string]bool{}
+	for _, q := range asked {
+		isAsked[q.Queue] = true
 	}
+	var noted, more int
 	for _, q := range gone {
-		if q.OnlyDLQ && listed[q.Queue] {
-			out.Notes = append(out.Notes, fmt.Sprintf("queue %q: its dead-letter queue's table is gone (%s), dropped outside pgbus, so its DLQ reads as empty; "+
-				"messages that fail their last attempt cannot be dead-lettered and stay in the queue: creating the queue again makes its dead-letter queue anew, "+
-				"leaving the queue and its messages as they are", q.Queue, strings.Join(q.Missing, ", ")))
+		if !q.OnlyDLQ || !isAsked[q.Queue] {
+			continue
 		}
+		if noted == maxDLQGoneNotes {
+			more++
+			continue
+		}
+		noted++
+		out.Notes = append(out.Notes, fmt.Sprintf("queue %q: its dead-letter queue's table is gone (%s), dropped outside pgbus, so its DLQ reads as empty; "+
+			"messages that fail their last attempt cannot be dead-lettered and stay in the queue: creating the queue again makes its dead-letter queue anew, "+
+			"leaving the queue and its messages as they are", q.Queue, strings.Join(q.Missing, ", ")))
+	}
+	if more > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d more %s lost %s the same way: health lists every one (code queue_tables_missing)",
+			more, plural.Of(more, "queue has", "queues have"), plural.Of(more, "its dead-letter queue's table", "their dead-letter queues' tables")))
 	}
 }
 

@@ -185,6 +185,23 @@ func TestHealthNamesAQueueWhoseDLQAloneIsGone(t *testing.T) {
 			t.Errorf("stats %+v with the DLQ table of %s dropped: notes %q, %v; want one naming %s's DLQ table and what makes it again", req, lost, st.Notes, err, lost)
 		}
 	}
+	// A list the response bound cuts still notes it, though its row is
+	// left out: a busier queue of the same name part takes the one place.
+	busy := lost + "_busy"
+	if err := s.CreateQueue(ctx, busy); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := s.Send(ctx, busy, store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut := newService(t, s, ops.Options{Bounds: ops.Bounds{Response: 1200}})
+	st, err := cut.QueueStats(ctx, ops.QueueStatsRequest{NameContains: lost})
+	notes := strings.Join(st.Notes, "\n")
+	if err != nil || len(st.Queues) != 1 || st.Queues[0].Queue != busy || !strings.Contains(notes, fmt.Sprintf("queue %q", lost)) || !strings.Contains(notes, "creating the queue again") {
+		t.Errorf("stats of the queues named %s*, cut to one: queues %+v, notes %q, %v; want %s listed and a note naming %s's lost DLQ table", lost, st.Queues, st.Notes, err, busy, lost)
+	}
 	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: lost, Priorities: 2}); err != nil {
 		t.Fatalf("the create health offers for %s: %v", lost, err)
 	}
