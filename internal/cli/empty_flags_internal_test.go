@@ -124,3 +124,52 @@ func TestEveryTextFlagRefusesASecondValue(t *testing.T) {
 		t.Fatalf("checked %d flags; the walk missed the commands", checked)
 	}
 }
+
+// Every list flag (--trusted-proxies, --safe-fields, --queue, --header,
+// ...) given an empty or blank value is refused as a text flag's is: the
+// flag counts as given, so an empty --trusted-proxies "$PROXIES", with
+// PROXIES unset, would drop PGBUS_TRUSTED_PROXIES without a word, and the
+// login throttle would count every client behind the proxy as one.
+func TestEveryListFlagRefusesAnEmptyValue(t *testing.T) {
+	t.Parallel()
+	checked := 0
+	for _, path := range commandPaths() {
+		cmd := commandAt(t, path)
+		if err := cmd.ParseFlags(nil); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		cmd.Flags().VisitAll(func(fl *pflag.Flag) {
+			if _, list := fl.Value.(pflag.SliceValue); list {
+				names = append(names, fl.Name)
+			}
+		})
+		for _, name := range names {
+			for _, value := range []string{"", "  "} {
+				cmd := commandAt(t, path)
+				if err := cmd.ParseFlags([]string{"--" + name + "=" + value}); err != nil {
+					t.Fatalf("pgbus %s --%s=%q: %v", strings.Join(path, " "), name, value, err)
+				}
+				err := refuseEmpty(cmd.Flags())
+				if _, usage := err.(usageError); !usage || !strings.Contains(err.Error(), "--"+name+" is empty") {
+					t.Fatalf("pgbus %s --%s=%q: %v; want a usage error naming the flag", strings.Join(path, " "), name, value, err)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d empty list flags; the walk missed the commands", checked)
+	}
+}
+
+// An empty --trusted-proxies stops the dashboard at start, rather than
+// serving it with the proxies PGBUS_TRUSTED_PROXIES names dropped.
+func TestEmptyTrustedProxiesFlagIsRefused(t *testing.T) {
+	t.Setenv(EnvTrustedProxies, "10.0.0.0/8")
+	var stdout, stderr bytes.Buffer
+	code := Main([]string{"dashboard", "--trusted-proxies", "", "--no-embedded", "--addr", "127.0.0.1:1"}, strings.NewReader(""), &stdout, &stderr)
+	if code != ExitUsage || !strings.Contains(stderr.String(), "--trusted-proxies is empty: give a value, or leave the flag out") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming --trusted-proxies", code, stderr.String())
+	}
+}

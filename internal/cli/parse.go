@@ -208,15 +208,33 @@ func readLimited(path string, r io.Reader) ([]byte, error) {
 // it would quietly change what the command does (every DLQ instead of one,
 // the embedded database instead of DATABASE_URL's, no deadline), so the
 // person is told to give a value or leave the flag out. --cursor is the
-// exception: a paging loop starts with an empty one, the first page.
+// exception: a paging loop starts with an empty one, the first page. A
+// list flag (--trusted-proxies, --safe-fields, --queue, --header) given
+// nothing but blanks is refused too: given, it hides the environment
+// variable that would have set it (--trusted-proxies "$P" with P unset
+// would drop PGBUS_TRUSTED_PROXIES).
 func refuseEmpty(fs *pflag.FlagSet) error {
 	var err error
 	fs.Visit(func(fl *pflag.Flag) {
-		if err == nil && fl.Value.Type() == "string" && fl.Name != "cursor" && strings.TrimSpace(fl.Value.String()) == "" {
+		if err == nil && fl.Name != "cursor" && emptyValue(fl.Value) {
 			err = usageError{fmt.Errorf("--%s is empty: give a value, or leave the flag out", fl.Name)}
 		}
 	})
 	return err
+}
+
+// emptyValue reports whether a text flag's value is blank, or a list
+// flag's holds no item that is not.
+func emptyValue(v pflag.Value) bool {
+	if list, ok := v.(pflag.SliceValue); ok {
+		for _, item := range list.GetSlice() {
+			if strings.TrimSpace(item) != "" {
+				return false
+			}
+		}
+		return true
+	}
+	return v.Type() == "string" && strings.TrimSpace(v.String()) == ""
 }
 
 // changed reports whether any of the flags was given.
