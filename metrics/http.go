@@ -97,7 +97,8 @@ type ProbeOptions struct {
 	// 503; a STALLED reason about another queue is in the body only, since
 	// neither holding this process back from a rollout nor restarting it
 	// mends a queue it does not work. A process that works no queue (an
-	// MCP server, a dashboard) is ready while the database answers.
+	// MCP server, a dashboard) is ready while the database answers and
+	// its pgbus schema is ready for the process.
 	Queues []string
 	// Alive gives the ids of the process's own worker processes, which
 	// /readyz counts running whatever their heartbeats say: the process

@@ -51,9 +51,9 @@ there, every link, redirect and cookie under it.
 
 For a load balancer or Kubernetes, it serves the probes of pgbus serve,
 without the token and under --base-path too: /livez (200 while it serves)
-and /readyz (200 while the database answers, else 503); for Prometheus,
-/metrics behind the token: the database's gauges (queues, DLQs, breakers,
-workers).
+and /readyz (200 while the database answers and its schema is ready, else
+503); for Prometheus, /metrics behind the token: the database's gauges
+(queues, DLQs, breakers, workers).
 
 Started while the database does not answer, or on a schema it cannot use
 yet (none, or older than this pgbus, for --read-only or a role that may not

@@ -259,3 +259,17 @@ func TestHelpDescriptionsAreWrapped(t *testing.T) {
 		}
 	}
 }
+
+// pgbus dashboard --help says what /readyz waits for as the probe answers:
+// 503 while the database answers but its schema is not ready (none yet,
+// being migrated, older than a --read-only dashboard reads), not only
+// while the database does not answer.
+func TestDashboardHelpSaysReadyzWaitsForTheSchema(t *testing.T) {
+	t.Parallel()
+	help := strings.Join(strings.Fields(pgbus(t, nil, "dashboard", "--help").stdout), " ")
+	_, rest, found := strings.Cut(help, "/readyz (")
+	clause, _, _ := strings.Cut(rest, ")")
+	if !found || !strings.Contains(clause, "schema") {
+		t.Fatalf("pgbus dashboard --help says /readyz (%s); want it to say it waits for the schema to be ready too", clause)
+	}
+}
