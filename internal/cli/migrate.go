@@ -53,10 +53,11 @@ schema is not current: work, demo, serve (unless --read-only without workers),
 dashboard (unless --read-only), queue create and bench. The others only check
 that the schema is current and, when it is not, fail with a message to run
 pgbus migrate: queues, dlq (summary, list, show, retry, retry-all, discard,
-discarded, restore, purge), audit, health, workers, circuits, circuit reset,
-send, queue messages, drop, pause, resume and purge, dashboard --read-only,
-and serve --read-only without workers. The read commands among them (queues,
-dlq summary, list, show and discarded, audit, serve --read-only) write
+discarded, restore, purge), audit, health, workers, circuits, circuit (open,
+reset), send, queue (messages, run-now, drop, pause, resume, purge),
+dashboard --read-only, and serve --read-only without workers. The read
+commands among them (queues, dlq summary, list, show and discarded, audit,
+health, workers, circuits, queue messages, serve --read-only) write
 nothing, so a role that may only read can run them, with:
 
   GRANT USAGE ON SCHEMA pgmq, pgbus TO reader;
