@@ -88,7 +88,7 @@ Example (every key but the handler types' own, which follow it):
     timeout: 10s                    # one post's limit (1s..5m)
     enabled: true                   # false: keep the block, send nothing
 
-Durations take a unit: 500ms, 30s, 5m, 1h.
+Durations take a unit: 500ms, 30s, 5m, 1h, or a whole number of days: 1d.
 
 Database call timeout: every call the workers of pgbus work, pgbus serve and
 pgbus demo make to the database (a read, a visibility extension, a write of

@@ -111,3 +111,29 @@ func TestPerKindPoliciesAreSaidToBeGos(t *testing.T) {
 		}
 	}
 }
+
+// The help's sentence on durations gives every unit the file takes, days
+// included, which its own example writes (audit_retention: 90d), and each
+// duration it gives is one the file takes.
+func TestHelpGivesEveryDurationUnit(t *testing.T) {
+	var sentence string
+	for _, line := range strings.Split(config.Help(), "\n") {
+		if strings.HasPrefix(line, "Durations take") {
+			sentence = line
+		}
+	}
+	examples := regexp.MustCompile(`\b\d+(ms|s|m|h|d)\b`).FindAllStringSubmatch(sentence, -1)
+	units := map[string]bool{}
+	for _, m := range examples {
+		units[m[1]] = true
+		file := "queues:\n  orders:\n    handler: {type: demo, timeout: " + m[0] + "}\n"
+		if _, err := config.Parse("pgbus.yaml", []byte(file)); err != nil {
+			t.Errorf("the help gives the duration %s, which the file refuses: %v", m[0], err)
+		}
+	}
+	for _, unit := range []string{"ms", "s", "m", "h", "d"} {
+		if !units[unit] {
+			t.Errorf("pgbus help config says %q, with no duration in %s, which the file takes", sentence, unit)
+		}
+	}
+}
