@@ -217,8 +217,16 @@ func (s *Service) confirmPurge(ctx context.Context, req DLQPurgeRequest, where s
 		return time.UnixMicro(micros), false, nil
 	}
 	if req.Ask == nil && req.Deferred == nil && !req.Confirm {
+		// What it would delete shows in its dry run and in the archive
+		// of the queue's DLQ (of every DLQ, the discards of the audit);
+		// the DLQ itself holds what a purge leaves.
+		see := hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard)
+		if req.Queue != "" {
+			see = hint(OpDLQDiscarded, "lists what it would delete, the DLQ's archive", "queue", req.Queue)
+		}
 		return time.Time{}, false, invalidf("a purge deletes the archived dead messages of %s (discarded, or originals of a retry with a corrected payload) older than %s for good: check first, then confirm", where, FormatAge(req.OlderThan)).
-			with(hint(OpAudit, "shows what was discarded and when", "tool", OpDLQDiscard),
+			with(hint(OpDLQPurge, "counts what it would delete, deleting nothing", "queue", req.Queue, "older_than", FormatAge(req.OlderThan), "dry_run", true),
+				see,
 				hint(OpDLQPurge, "purges them once checked", "queue", req.Queue, "older_than", FormatAge(req.OlderThan), "confirm", true))
 	}
 	if cutoff, err = s.store.PurgeCutoff(ctx, req.OlderThan); err != nil {

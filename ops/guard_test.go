@@ -225,6 +225,28 @@ func TestPurgeNeedsConfirmWritesTheAge(t *testing.T) {
 	}
 }
 
+// A purge refused for want of a go-ahead says to check first where what
+// it would delete shows: its own dry run, which counts it, and the
+// archive of the queue's DLQ, which lists it (for every DLQ, the audit
+// of discards); not the DLQ, which a purge leaves as it is.
+func TestPurgeNeedsConfirmPointsAtWhatItWouldDelete(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, nil)
+	svc := newService(t, s, ops.Options{})
+	_, err := svc.DLQPurge(testContext(t), ops.DLQPurgeRequest{Queue: q, OlderThan: 24 * time.Hour})
+	hints := ops.HintsOf(err)
+	if !errors.Is(err, ops.ErrInvalid) || !hasHint(hints, ops.OpDLQPurge, map[string]any{"queue": q, "older_than": "1d", "dry_run": true}) ||
+		!hasHint(hints, ops.OpDLQDiscarded, map[string]any{"queue": q}) || hasHint(hints, ops.OpDLQList, nil) {
+		t.Errorf("purge of queue %s without confirm = %v, hints %+v; want its dry run and the DLQ's archive to check first", q, err, hints)
+	}
+	_, err = svc.DLQPurge(testContext(t), ops.DLQPurgeRequest{OlderThan: 0})
+	hints = ops.HintsOf(err)
+	if !hasHint(hints, ops.OpDLQPurge, map[string]any{"older_than": "0s", "dry_run": true}) || !hasHint(hints, ops.OpAudit, map[string]any{"tool": ops.OpDLQDiscard}) {
+		t.Errorf("purge of every DLQ without confirm = %v, hints %+v; want its dry run and the audit of discards to check first", err, hints)
+	}
+}
+
 // A purge refused for a negative age writes that age as the rest of ops
 // does, not in Go's form (-1h30m0s), and leaves the archive as it was.
 func TestPurgeNegativeAgeWritesTheAge(t *testing.T) {

@@ -19,7 +19,7 @@ type DLQPurgeInput struct {
 
 const dlqPurgeDescription = `Deletes for good the archived dead messages of a DLQ older than an age, with their failure history: those pgbus_dlq_discard moved to its archive, and the originals kept there when pgbus_dlq_retry retried a message with a corrected payload. Messages still in a DLQ are not touched. This cannot be undone.
 
-Check first what would go (pgbus_dlq_list for what is still dead, pgbus_audit for what was discarded or retried with a corrected payload, and when), then call with queue (optional) and older_than (e.g. 72h, 7d; 0s for all). The user is asked to confirm when the client supports elicitation (declined: nothing is purged, declined: true); otherwise pass confirm: true.`
+Check first what would go: dry_run: true counts it, pgbus_dlq_discarded lists a queue's archive (pgbus_audit: who discarded what, when). Then call with queue (optional) and older_than (e.g. 72h, 7d; 0s for all). The user is asked to confirm when the client supports elicitation (declined: nothing is purged, declined: true); otherwise pass confirm: true.`
 
 func dlqPurgeTool() mcp.Tool {
 	return newTool("pgbus_dlq_purge", dlqPurgeDescription, writeAnnotations("Purge archived dead messages", true, false), DLQPurgeInput{}, ops.DLQPurge{})

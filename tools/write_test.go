@@ -233,7 +233,7 @@ func TestDiscardByIDsAndPurge(t *testing.T) {
 		t.Errorf("discard with a gone id: next %+v", mixed.Next)
 	}
 
-	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s"}, "for good", "confirm", "pgbus_audit")
+	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "0s"}, "for good", "confirm", "dry_run", "pgbus_dlq_discarded")
 	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "confirm": true}, "older_than is required")
 	e.callErr(t, "pgbus_dlq_purge", map[string]any{"queue": q, "older_than": "soon", "confirm": true}, "not an age")
 	if pgtest.Archived(t, e.st, q+"_dlq") != 3 {
