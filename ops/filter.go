@@ -246,12 +246,17 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 	if err != nil {
 		d, aerr := ParseAge(s)
 		switch {
+		case errors.As(aerr, new(ageTooLong)):
+			return time.Time{}, beforeEpoch(s, now)
 		case aerr != nil && looksLikeAge(s):
 			return time.Time{}, aerr // an age out of range: say which range
 		case aerr != nil:
 			return time.Time{}, errNotTime
 		}
 		t = now.Add(-d)
+		if t.Before(time.Unix(0, 0)) {
+			return time.Time{}, beforeEpoch(s, now)
+		}
 	}
 	switch {
 	case t.Before(time.Unix(0, 0)):
@@ -260,6 +265,17 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, outOfRange{fmt.Errorf("%s is more than a year ahead; give an earlier time or leave the bound out", t.UTC().Format(time.RFC3339))}
 	}
 	return t, nil
+}
+
+// ageTooLong is ParseAge's error for an age past its hundred years.
+type ageTooLong struct{ error }
+
+// beforeEpoch is ParseTime's error for an age that reaches back before
+// 1970: it names the longest age that does not, where ParseAge's own
+// bound of a hundred years would be advice that still fails.
+func beforeEpoch(age string, now time.Time) error {
+	days := int64(now.Sub(time.Unix(0, 0)) / (24 * time.Hour))
+	return outOfRange{fmt.Errorf("%q reaches back before 1970, before anything pgbus keeps could have happened; give at most %dd or leave the bound out", age, days)}
 }
 
 // rfc3339Text is s in the one spelling of RFC 3339 that Go parses, for
@@ -288,7 +304,7 @@ func ParseAge(s string) (time.Duration, error) {
 		case err == nil && n < 0, errors.Is(err, strconv.ErrRange) && strings.HasPrefix(days, "-"):
 			return 0, fmt.Errorf("%q is negative: give 0 or more days, such as 7d", s)
 		case err == nil && n > int64(maxAge/(24*time.Hour)), errors.Is(err, strconv.ErrRange):
-			return 0, fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)
+			return 0, ageTooLong{fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)}
 		case err != nil:
 			return 0, fmt.Errorf("%q is not an age: give whole days from 0 to 36500, such as 7d", s)
 		}
@@ -298,13 +314,13 @@ func ParseAge(s string) (time.Duration, error) {
 	switch {
 	case err != nil && durationShaped.MatchString(s):
 		// The only error left for a duration of that shape is overflow.
-		return 0, fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)
+		return 0, ageTooLong{fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)}
 	case err != nil:
 		return 0, fmt.Errorf("%q is not an age: give a duration such as 30m, 2h or 7d, at most 100 years", s)
 	case d < 0:
 		return 0, fmt.Errorf("%q is negative: give 0 or more, such as 30m", s)
 	case d > maxAge:
-		return 0, fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)
+		return 0, ageTooLong{fmt.Errorf("%q is too long: give at most 36500d (100 years)", s)}
 	}
 	return d, nil
 }

@@ -42,11 +42,16 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v; want an error", in, got)
 		}
 	}
-	// An age out of range says what range, not only the grammar.
-	for in, want := range map[string]string{"99999d": "give at most 36500d (100 years)", "876001h": "give at most 36500d (100 years)", "yesterday": "an age such as 30m"} {
+	// An age out of range says what range, not only the grammar: the
+	// longest age that stays after 1970, which then reads.
+	for in, want := range map[string]string{"99999d": "give at most 20787d", "876001h": "give at most 20787d", "36500d": "give at most 20787d",
+		"36501d": "give at most 20787d", "20788d": "give at most 20787d", "yesterday": "an age such as 30m"} {
 		if _, err := ops.ParseTime(in, now); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseTime(%q): %v; want an error saying %q", in, err, want)
 		}
+	}
+	if _, err := ops.ParseTime("20787d", now); err != nil {
+		t.Errorf("ParseTime of the age the errors advise: %v", err)
 	}
 }
 
