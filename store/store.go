@@ -96,6 +96,16 @@ type Store struct {
 	exactLimit atomic.Int64
 	// exactPages replaces ExactCountPages when set (SetExactCountPages).
 	exactPages atomic.Int64
+
+	// opened is what OpenLazyFrom made the Store of, for Resized; nil for
+	// a Store New made over a pool of the caller's.
+	opened *openedWith
+}
+
+// openedWith is what a Store was opened with.
+type openedWith struct {
+	url, app string
+	again    URLSource
 }
 
 // ErrBadURL is matched (errors.Is) by Open's errors about a database URL
@@ -208,6 +218,12 @@ func OpenLazyAs(url, app string) (*Store, error) { return OpenLazyFrom(url, app,
 // stay url's. An error of again, or a URL it gives that cannot be read,
 // fails that connection, saying so (Advice). A nil again is OpenLazyAs.
 func OpenLazyFrom(url, app string, again URLSource) (*Store, error) {
+	return openLazy(url, app, again, 0)
+}
+
+// openLazy is OpenLazyFrom whose pool holds up to maxConns connections
+// when maxConns > 0, whatever url says.
+func openLazy(url, app string, again URLSource, maxConns int32) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, urlError(url, err)
@@ -220,6 +236,10 @@ func OpenLazyFrom(url, app string, again URLSource) (*Store, error) {
 	ConfigurePool(cfg)
 	if !setsParam(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns(runtime.GOMAXPROCS(0))
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+		cfg.MinConns = min(cfg.MinConns, maxConns)
 	}
 	if app != "" && cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = cutName(app)
@@ -253,6 +273,7 @@ func OpenLazyFrom(url, app string, again URLSource) (*Store, error) {
 	s.closing.fallback = fb
 	s.sockets = socks
 	s.reread = r
+	s.opened = &openedWith{url: url, app: app, again: again}
 	return s, nil
 }
 

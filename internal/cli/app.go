@@ -405,7 +405,7 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 		bound = a.connectBound
 	}
 	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: bound, ApplicationName: a.commandPath,
-		URLAgain: a.again["database-url"]})
+		URLAgain: a.again["database-url"], URLWords: a.urlWords()})
 	if err != nil && strings.HasPrefix(a.sources["database-url"], "config ") && (errors.Is(err, dbopen.ErrBadURL) || strings.Contains(err.Error(), storeURLWords)) {
 		// The file's URL: the error names the file, the line and the key
 		// ahead of its words, as the file's other errors do.
@@ -427,6 +427,24 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 		}
 	}
 	return db, err
+}
+
+// urlWords names where the database URL came from, for advice that says
+// to change it: the flag, the environment variable (or the file it
+// names) or the configuration file's key; "" when none gave it.
+func (a *app) urlWords() string {
+	src := a.sources["database-url"]
+	switch {
+	case src == "--database-url":
+		return src
+	case strings.HasPrefix(src, "environment variable "):
+		return strings.TrimPrefix(src, "environment variable ")
+	case strings.HasPrefix(src, "the file "):
+		return src
+	case strings.HasPrefix(src, "config "):
+		return "database_url of " + strings.TrimPrefix(src, "config ")
+	}
+	return ""
 }
 
 // storeURLWords are the words the store's errors name the URL by.

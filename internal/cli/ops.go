@@ -128,7 +128,13 @@ func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context,
 	a.role = db.Role()
 	a.gate = ops.NewGate()
 	var unready error
-	if err := db.Ping(ctx); err != nil {
+	pingErr := db.Ping(ctx)
+	if pingErr == nil {
+		// Nothing uses the Store yet: its pool may be opened again,
+		// fitted to the connection limits of the role and database.
+		db.FitPool(ctx)
+	}
+	if err := pingErr; err != nil {
 		a.gate.Hold(err)
 		pending = true
 	} else if err := a.prepare(ctx, db, migrate); err != nil {

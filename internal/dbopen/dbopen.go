@@ -61,6 +61,9 @@ type Options struct {
 	// a deploy mounts it from, whose secret a rotation rewrites while the
 	// process runs. Nil uses URL as it was at the start.
 	URLAgain func() (string, error)
+	// URLWords names where the URL was given, for advice that says to
+	// change it ("--database-url"); "" says "the database URL".
+	URLWords string
 }
 
 // DB is an open store and what it runs on.
@@ -73,12 +76,16 @@ type DB struct {
 
 	logger      *slog.Logger  // Options.Logger
 	callTimeout time.Duration // Options.CallTimeout, which bounds Ping
+	urlWords    string        // Options.URLWords
+	// poolChecked is set once FitPool or ReadyWhenReachable compared the
+	// pool with the connection limits: the warning is said once.
+	poolChecked bool
 }
 
 // Connect connects to the database, starting the embedded server when no
 // URL is given. Prepare readies its schema next.
 func Connect(ctx context.Context, opts Options) (*DB, error) {
-	db := &DB{logger: opts.Logger, callTimeout: opts.CallTimeout}
+	db := &DB{logger: opts.Logger, callTimeout: opts.CallTimeout, urlWords: opts.URLWords}
 	url := opts.URL
 	if url == "" {
 		cluster, err := embedpg.Start(ctx, embedpg.Options{DataDir: opts.DataDir, Logger: opts.Logger})
@@ -94,6 +101,7 @@ func Connect(ctx context.Context, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db.Store = s
+	db.FitPool(ctx)
 	return db, nil
 }
 
@@ -110,7 +118,7 @@ func Dial(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{Store: s, logger: opts.Logger, callTimeout: opts.CallTimeout}, nil
+	return &DB{Store: s, logger: opts.Logger, callTimeout: opts.CallTimeout, urlWords: opts.URLWords}, nil
 }
 
 // Ping checks that the database answers, connecting when the pool holds
@@ -153,6 +161,8 @@ func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Read
 		if err == nil {
 			readying(nil)
 			if err = d.Prepare(ctx, migrate); err == nil {
+				// The Store is in use already: its pool keeps its size.
+				d.checkPool(ctx, false)
 				return nil
 			}
 		}
