@@ -128,7 +128,9 @@ func (g *Gate) refusal(ctx context.Context) error {
 	var msg string
 	kind := errors.Join(ErrUnavailable, ErrNotReady, h.err)
 	switch {
-	case store.IsUnreachable(h.err) || store.IsCrowded(h.err):
+	case store.IsCrowded(h.err):
+		msg = "the database server has no free connection slots for this process (too many connections, SQLSTATE 53300): it answers, but refused the connections of this process, which started then, as it holds as many as it allows (max_connections, or the role's or database's CONNECTION LIMIT), and the last try failed: "
+	case store.IsUnreachable(h.err):
 		msg = "the database does not answer yet: this process started while it could not connect, and the last try failed: "
 	case store.IsConnectFailure(h.err):
 		msg = "the database refuses this process's connections: "

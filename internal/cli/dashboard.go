@@ -139,8 +139,8 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 		a.log.Warn("pgbus dashboard: the database answers, but its pgbus schema is not ready for this pgbus; serving the pages meanwhile (they say why), and trying again in the background until it is",
 			"err", a.errorLine(a.explain(sess.unready), "pgbus dashboard"), "where", sess.db.Where(), "version", buildinfo.Describe())
 	} else {
-		a.log.Warn("pgbus dashboard: the database does not answer yet; serving the pages meanwhile (they say why), and connecting in the background",
-			"where", sess.db.Where(), "version", buildinfo.Describe())
+		msg, attrs := a.downWords("pgbus dashboard", sess, "serving the pages meanwhile (they say why)")
+		a.log.Warn(msg, attrs...)
 	}
 	ready := func(context.Context) (func(), error) {
 		a.log.Info("pgbus dashboard: database ready", "where", sess.db.Where(), "schema_version", sess.db.Status.Version, "version", buildinfo.Describe())

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/pgbus/pgbus/internal/buildinfo"
 	"github.com/pgbus/pgbus/internal/dbopen"
 	"github.com/pgbus/pgbus/internal/demo"
 	"github.com/pgbus/pgbus/internal/redact"
@@ -62,6 +63,9 @@ type session struct {
 	// unready, for a session of openServing left to runner.WhenReady on
 	// a database that answers, is why its schema could not be readied.
 	unready error
+	// down, for a session of openServing left to runner.WhenReady, is
+	// why the database could not be asked at start.
+	down error
 }
 
 // open opens the database for a command that reads, or writes rows but no
@@ -154,7 +158,24 @@ func (a *app) openServing(ctx context.Context, migrate bool) (_ context.Context,
 		db.Close()
 		return ctx, nil, false, err
 	}
-	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx, unready: unready}, pending, nil
+	return ops.WithCaller(ctx, ops.Caller{Client: AuditClient, Transport: ops.TransportCLI}), &session{db: db, ops: svc, stop: ctx, unready: unready, down: pingErr}, pending, nil
+}
+
+// downWords is how a serving process's start says that its database
+// could not be asked, naming what of it: the server without a free
+// connection slot (too_many_connections), or one that does not answer
+// yet; and what to do, naming how the URL was given.
+func (a *app) downWords(cmd string, sess *session, serving string) (msg string, attrs []any) {
+	attrs = []any{"where", sess.db.Where(), "version", buildinfo.Describe()}
+	if dbopen.IsCrowded(sess.down) {
+		advice := dbopen.CrowdedAdvice
+		if w := a.urlWords(); w != "" {
+			advice = strings.ReplaceAll(advice, storeURLWords, w)
+		}
+		return cmd + ": the database server has no free connection slots for this process (too many connections: SQLSTATE 53300, too_many_connections), so it refuses its connections; " +
+			serving + ", and connecting in the background as other clients let theirs go. To end it, " + advice, append(attrs, "err", a.errorLine(sess.down, cmd))
+	}
+	return cmd + ": the database does not answer yet; " + serving + ", and connecting in the background", attrs
 }
 
 // Close writes what the command could not record in the audit log yet,

@@ -313,8 +313,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		a.log.Warn("pgbus serve: the database answers, but its pgbus schema is not ready for this pgbus; serving agents meanwhile (pgbus_health and the tools say why), and trying again in the background until it is",
 			"err", a.errorLine(a.explain(sess.unready), "pgbus serve"), "where", sess.db.Where(), "version", buildinfo.Describe())
 	} else {
-		a.log.Warn("pgbus serve: the database does not answer yet; serving agents meanwhile (pgbus_health says why), and connecting in the background",
-			"where", sess.db.Where(), "version", buildinfo.Describe())
+		msg, attrs := a.downWords("pgbus serve", sess, "serving agents meanwhile (pgbus_health says why)")
+		a.log.Warn(msg, attrs...)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

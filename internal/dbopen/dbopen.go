@@ -288,6 +288,17 @@ var ErrBadURL = store.ErrBadURL
 // of a privilege, or wraps ErrPermission.
 func IsPermissionDenied(err error) bool { return store.IsPermissionDenied(err) }
 
+// IsCrowded reports whether err is the server refusing a connection
+// because it has as many as it allows (SQLSTATE 53300,
+// too_many_connections: max_connections, or a role's or database's
+// CONNECTION LIMIT, reached).
+func IsCrowded(err error) bool { return store.IsCrowded(err) }
+
+// CrowdedAdvice says what to do about a server that has as many
+// connections as it allows, naming the settings that decide it; it names
+// the URL as "the database URL".
+const CrowdedAdvice = store.CrowdedAdvice
+
 // IsReadOnly reports whether err is a write refused by a read-only
 // transaction (a standby, or default_transaction_read_only).
 func IsReadOnly(err error) bool { return store.LimitOf(err) == store.LimitReadOnly }
