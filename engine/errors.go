@@ -119,6 +119,18 @@ func SnoozeBecause(d time.Duration, reason error) error {
 	return &controlError{err: reason, outcome: outcomeSnooze, delay: min(max(d, MinSnooze), MaxDelay)}
 }
 
+// SnoozeOf reports how long err, a handler's error, puts its message back
+// for when it is a Snooze or a SnoozeBecause (ok), and the reason given
+// with it (nil for a Snooze), which the worker's log says: for a handler's
+// tests, and a wrapper that passes a handler's snooze on.
+func SnoozeOf(err error) (d time.Duration, reason error, ok bool) {
+	var ce *controlError
+	if !errors.As(err, &ce) || ce.outcome != outcomeSnooze {
+		return 0, nil, false
+	}
+	return ce.delay, ce.err, true
+}
+
 // ErrorClass returns the class recorded for an error: the ErrorClass() of the
 // first error in the chain that has one, else the Go type of the innermost
 // error ("error" for plain errors.New/fmt.Errorf values). No error has no

@@ -367,6 +367,9 @@ type execHandler struct {
 	// secrets are the env values and arguments the command gets that are
 	// secrets (see ExecOptions), hidden in what it writes.
 	secrets sentSecrets
+	// short backs off while the worker lacks what it takes to start a
+	// command (workerShort).
+	short shortBackoff
 }
 
 // newExecHandler checks an exec block and makes its handler; onDisk looks
@@ -657,6 +660,9 @@ func validEnvName(s string) bool {
 
 // handle runs the command for one job.
 func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
+	if held := h.short.held(time.Now()); held != nil {
+		return held // the worker lacked what a command takes a moment ago
+	}
 	runCtx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, h.path, h.args...)
@@ -691,6 +697,7 @@ func (h *execHandler) handle(ctx context.Context, job *engine.Job) error {
 	if err != nil {
 		return h.startError(err)
 	}
+	h.short.started()
 	err = cmd.Wait()
 	// It exited: what it started and left in its group goes now, whatever
 	// its exit code, and whether or not it still held the output (a
@@ -754,7 +761,7 @@ func (h *execHandler) startError(err error) error {
 		// The worker's lack, not the job's: the job goes back without
 		// using an attempt, which would dead-letter good jobs.
 		e.Problem = short
-		return engine.SnoozeBecause(shortSnooze, e)
+		return h.short.failed(e, time.Now())
 	}
 	e.Problem, e.Permanent = startProblem(err, h.path, h.dir)
 	if e.Permanent {

@@ -28,9 +28,6 @@ func executable(string) bool { return true }
 // failure is retried.
 func startProblem(error, string, string) (string, bool) { return "", false }
 
-// shortSnooze is unused where workerShort tells nothing.
-const shortSnooze = 0
-
 // workerShort cannot tell what the worker lacked where there are no Unix
 // error numbers: every such failure is retried.
 func workerShort(error) (string, bool) { return "", false }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
-	"time"
 )
 
 // ownProcessGroup makes the command the leader of a new process group
@@ -97,10 +96,6 @@ func startProblem(err error, path, dir string) (problem string, permanent bool) 
 	}
 	return "", false
 }
-
-// shortSnooze is how long a job waits when the worker lacked what it takes
-// to start the command (workerShort).
-const shortSnooze = 5 * time.Second
 
 // workerShort says what the worker lacked to start a command, when that is
 // why it did not start: file descriptors, processes or memory, which the
