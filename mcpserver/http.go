@@ -18,6 +18,7 @@ import (
 
 	"github.com/pgbus/pgbus/internal/basepath"
 	"github.com/pgbus/pgbus/internal/plural"
+	"github.com/pgbus/pgbus/internal/quietlog"
 	"github.com/pgbus/pgbus/internal/vocab"
 	"github.com/pgbus/pgbus/metrics"
 	"github.com/pgbus/pgbus/ops"
@@ -504,7 +505,7 @@ func newHTTPServer(ctx context.Context, cfg HTTPConfig, handler http.Handler) *h
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		ErrorLog:          quietlog.ServerLog(cfg.Logger, "the HTTP server at "+cfg.Addr),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 }

@@ -362,7 +362,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logge
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          quietlog.ServerLog(log, "the metrics server at "+ln.Addr().String()),
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

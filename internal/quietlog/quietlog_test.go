@@ -1,6 +1,8 @@
 package quietlog_test
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +50,25 @@ func TestByCode(t *testing.T) {
 	}
 	if told, quiet := b.Due(404, start.Add(61*time.Second)); !told || quiet != 10 {
 		t.Fatalf("a 404 a minute later: told %v, quiet %d; want told, 10", told, quiet)
+	}
+}
+
+// ServerLog passes net/http's lines on at WARN, and tells its accept
+// errors, logged at each retry, once with what to do.
+func TestServerLog(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	l := quietlog.ServerLog(slog.New(slog.NewTextHandler(&buf, nil)), "the test server")
+	for range 5 {
+		l.Printf("http: Accept error: accept tcp 127.0.0.1:1: accept4: too many open files; retrying in 5ms")
+	}
+	l.Printf("http: Accept error: accept tcp 127.0.0.1:1: accept4: connection aborted; retrying in 5ms")
+	l.Printf("http: TLS handshake error from 127.0.0.1:2: EOF")
+	out := buf.String()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "the test server cannot accept connections: this process has no file descriptor left") || !strings.Contains(lines[0], "ulimit -n") ||
+		!strings.Contains(lines[1], "cannot accept connections") || !strings.Contains(lines[1], "connection aborted") ||
+		!strings.Contains(lines[2], "level=WARN") || !strings.Contains(lines[2], "TLS handshake error") {
+		t.Errorf("ServerLog wrote:\n%s\nwant the accept errors told once each, and the other line passed on at WARN", out)
 	}
 }
