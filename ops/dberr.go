@@ -174,7 +174,7 @@ func (s *Service) explainDB(ctx context.Context, err *error, e effect) {
 		*err = permissionError(*err, e, s.store.User())
 		return
 	}
-	*err = unexplained(resourceError(*err, e))
+	*err = unexplained(resourceErrorFor(*err, e, s.store.User(), fewerOf(ctx)))
 }
 
 // explainedUnavailable reports whether err already says why the database
@@ -333,8 +333,15 @@ func installPGMQHint() Hint {
 // unchanged. The database's own words, and its hint, stay in the message;
 // a bulk call stopped partway keeps its error, its cause said so.
 func resourceError(err error, e effect) error {
+	return resourceErrorFor(err, e, "", callFewer)
+}
+
+// resourceErrorFor is resourceError naming role, the role pgbus connects
+// as, in the statements its advice gives, and fewer, how the call handles
+// fewer messages (fewerOf), where that may help.
+func resourceErrorFor(err error, e effect, role, fewer string) error {
 	code, dbHint := store.SQLState(err)
-	a := resourceAdvice(code)
+	a := resourceAdvice(code, err, role, fewer)
 	if a.what == "" {
 		return unreachableError(err, e)
 	}
@@ -516,9 +523,10 @@ type advice struct {
 	atConnect bool
 }
 
-// resourceAdvice is the advice for SQLSTATE code; its what is "" when the
-// code is no refusal for want of a resource.
-func resourceAdvice(code string) advice {
+// resourceAdvice is the advice for SQLSTATE code, the code of err; its
+// what is "" when the code is no refusal for want of a resource. role and
+// fewer are resourceErrorFor's.
+func resourceAdvice(code string, err error, role, fewer string) advice {
 	const again = "then try the call again"
 	switch {
 	case code == "53100": // disk_full
@@ -528,8 +536,12 @@ func resourceAdvice(code string) advice {
 	case code == "53300": // too_many_connections
 		return advice{what: "the database refused a connection: it has as many as it allows", atConnect: true,
 			todo: "lower the pool size of the processes that use it (pool_max_conns in the database URL, e.g. ?pool_max_conns=4), put PgBouncer in front of it, or raise the limit it names (max_connections, or a role's or database's CONNECTION LIMIT); " + again}
+	case code == "53400" && strings.Contains(err.Error(), "temp_file_limit"): // configuration_limit_exceeded
+		alter := "ALTER ROLE " + store.RoleSQL(role) + " SET "
+		return advice{what: "the database refused a statement of the call more temporary file space than temp_file_limit allows (what it sorts or groups past work_mem spills to temporary files)",
+			todo: "raise temp_file_limit for the role pgbus uses (" + alter + "temp_file_limit = '1GB', which a superuser runs; -1 is no limit), or its work_mem so that less spills (" + alter + "work_mem = '16MB')" + orFewer(fewer) + "; " + again}
 	case code == "53400": // configuration_limit_exceeded
-		return advice{what: "the database hit a limit of its configuration", todo: "raise the setting it names, or ask for less in one call; " + again}
+		return advice{what: "the database hit a limit of its configuration", todo: "raise the setting it names" + orFewer(fewer) + "; " + again}
 	case strings.HasPrefix(code, "53"): // insufficient_resources
 		return advice{what: "the database server lacks a resource it needs", todo: "try the call again once it has recovered"}
 	case code == "57P03": // cannot_connect_now

@@ -55,6 +55,10 @@ type DeadGroup struct {
 	ByField        *FieldBreakdown `json:"by_field,omitempty" jsonschema_description:"The group's messages by the value of the safe field by_field named; present only then."`
 }
 
+// summaryFewer is how a summary counts fewer messages, as the advice of a
+// limit that cut it off says it: it has no limit to lower.
+const summaryFewer = "narrow the summary to fewer dead messages: one queue, a shorter time, a kind or an error class"
+
 // DLQSummary is the result of DLQSummary.
 type DLQSummary struct {
 	Groups      []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class, error pattern), largest group first, each with a representative error message and up to 5 sample ids, newest first."`
@@ -126,6 +130,8 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 		return DLQSummary{}, err
 	}
 	defer end()
+	// A summary has no limit: it counts fewer messages by a narrower filter.
+	ctx = withFewer(ctx, summaryFewer)
 	defer againOnceFree(&err, OpDLQSummary, req.Filter.hintArgs("by_field", req.ByField, "cursor", req.Cursor)...)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
