@@ -78,6 +78,11 @@ type File struct {
 	// the retention of the worker processes; nil when the file does not
 	// say (engine.DefaultAuditRetention, 90 days).
 	AuditRetention *Retention `yaml:"audit_retention"`
+	// Extensions are the file's top-level keys that start with x- (as
+	// x-defaults: &defaults {...}), which pgbus reads nothing of: blocks
+	// that hold YAML anchors for the rest of the file to reuse, as compose
+	// files write them. Any other key pgbus does not know is refused.
+	Extensions map[string]any `yaml:",inline"`
 
 	path   string
 	lines  map[string]int    // key path -> line of the key
@@ -513,10 +518,42 @@ func Parse(name string, data []byte) (*File, error) {
 			return nil, &Error{File: name, Line: extra.Line, Reason: "holds more than one YAML document; put everything in one"}
 		}
 	}
+	if err := cfg.checkExtensions(); err != nil {
+		return nil, err
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// ExtensionPrefix starts the top-level keys of a file that pgbus reads
+// nothing of (File.Extensions).
+const ExtensionPrefix = "x-"
+
+// checkExtensions refuses the top-level keys the decoder kept aside that
+// do not start with ExtensionPrefix, as the decoder refuses unknown keys
+// elsewhere: the first of them in the file.
+func (f *File) checkExtensions() error {
+	var unknown string
+	n := 0
+	for key := range f.Extensions {
+		if strings.HasPrefix(key, ExtensionPrefix) {
+			continue
+		}
+		n++
+		if unknown == "" || f.lines[key] < f.lines[unknown] {
+			unknown = key
+		}
+	}
+	if unknown == "" {
+		return nil
+	}
+	reason := fmt.Sprintf("unknown key %q; known keys here: %s, and keys starting with %s, which pgbus ignores (for YAML anchors to reuse)", unknown, strings.Join(knownKeys["config.File"], ", "), ExtensionPrefix)
+	if n > 1 {
+		reason += " (and " + plural.Count(n-1, "more problem", "more problems") + ")"
+	}
+	return &Error{File: f.path, Line: f.lines[unknown], Key: unknown, Reason: reason}
 }
 
 // emptyDocument reports whether n is a document with nothing written in

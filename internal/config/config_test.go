@@ -114,7 +114,7 @@ func TestErrors(t *testing.T) {
 		reason    string
 	}{
 		{"log_levle: info\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, no_embedded, log_format, log_level, worker, queues`},
-		{"log_levle: info\nlog_formt: json\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, no_embedded, log_format, log_level, worker, queues, safe_fields, alerts, audit_retention (and 1 more problem)`},
+		{"log_levle: info\nlog_formt: json\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, no_embedded, log_format, log_level, worker, queues, safe_fields, alerts, audit_retention, and keys starting with x-, which pgbus ignores (for YAML anchors to reuse) (and 1 more problem)`},
 		{"worker:\n  poll: 1s\n", "worker.poll", 2, `unknown key "poll"; known keys here: poll_interval, drain_timeout, no_listen, database_call_timeout`},
 		{"queues:\n  a:\n    concurrency: -1\n", "queues.a.concurrency", 3, "-1 is out of range 1..10000"},
 		{"queues:\n  a:\n    concurrency: 1.5\n", "queues.a.concurrency", 3, "is not a whole number"},

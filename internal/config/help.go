@@ -18,7 +18,10 @@ func Help() string {
 const help = `pgbus reads an optional configuration file, given with --config FILE or the
 environment variable PGBUS_CONFIG. It is YAML, decoded strictly: an unknown
 key, a value of the wrong type, a negative number or an unknown handler type
-stops pgbus at start with the file, line, key and reason (exit code 2). The
+stops pgbus at start with the file, line, key and reason (exit code 2). A
+top-level key starting with x- (x-defaults: &defaults {...}) is read as
+nothing but the YAML anchors it holds, for the file's aliases and merges
+(<<: *defaults) to reuse, as in compose files. The
 reason quotes no secret: a URL's password, query and fragment, header and env
 values, and the values a command gives to options such as --token are hidden.
 
