@@ -140,7 +140,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if a.configPath != "" {
 		cfg, err := config.Load(a.configPath)
 		if err != nil {
-			return usageError{err}
+			return usageError{overridden(fs, err)}
 		}
 		if err := cfg.CheckHandlers(); err != nil {
 			return usageError{err}
@@ -323,6 +323,52 @@ func (a *app) setting(name, words string) string {
 }
 
 // configKeyOf maps a global flag to its configuration file key.
+// fileKeyEnvs are the environment variables that give a setting of the
+// configuration file, by its key, for overridden.
+var fileKeyEnvs = map[string][]string{
+	"database_url":                 {EnvDatabaseURL, EnvDatabaseURL + fileSuffix},
+	"data_dir":                     {EnvDataDir},
+	"no_embedded":                  {EnvNoEmbedded},
+	"log_format":                   {EnvLogFormat},
+	"log_level":                    {EnvLogLevel},
+	"worker.poll_interval":         {EnvPollInterval},
+	"worker.drain_timeout":         {EnvDrainTimeout},
+	"worker.no_listen":             {EnvNoListen},
+	"worker.database_call_timeout": {EnvDatabaseCallTimeout},
+	"safe_fields":                  {EnvSafeFields},
+}
+
+// overridden is err, the configuration file's refusal, saying which flag
+// of the command, or which environment variable, gives the setting of
+// the key it refuses: the file is read whole and checked before either
+// is applied, as every command that reads it would meet the value, so
+// the value is refused even where it would go unused; without this the
+// person looks for why the flag was not taken.
+func overridden(fs *pflag.FlagSet, err error) error {
+	var cerr *config.Error
+	if !errors.As(err, &cerr) || cerr.Key == "" {
+		return err
+	}
+	by := ""
+	fs.VisitAll(func(fl *pflag.Flag) {
+		if by == "" && fl.Changed && configKeyOf(fl.Name) == cerr.Key {
+			by = "--" + fl.Name
+		}
+	})
+	if by == "" {
+		for _, env := range fileKeyEnvs[cerr.Key] {
+			if v, set := os.LookupEnv(env); set && strings.TrimSpace(v) != "" {
+				by = env
+				break
+			}
+		}
+	}
+	if by == "" {
+		return err
+	}
+	return reworded{fmt.Sprintf("%v; %s overrides it for this command, but the file is checked whole, for every command that reads it: correct it or remove the key", err, by), err}
+}
+
 func configKeyOf(flag string) string {
 	switch flag {
 	case "poll-interval":

@@ -18,7 +18,10 @@ func Help() string {
 const help = `pgbus reads an optional configuration file, given with --config FILE or the
 environment variable PGBUS_CONFIG. It is YAML, decoded strictly: an unknown
 key, a value of the wrong type, a negative number or an unknown handler type
-stops pgbus at start with the file, line, key and reason (exit code 2). A
+stops pgbus at start with the file, line, key and reason (exit code 2),
+even when a flag or an environment variable gives that setting for the
+command, as the file is checked whole, for every command that reads it:
+the refusal then names the flag or variable that overrides it. A
 top-level key starting with x- (x-defaults: &defaults {...}) is read as
 nothing but the YAML anchors it holds, for the file's aliases and merges
 (<<: *defaults) to reuse, as in compose files. The
