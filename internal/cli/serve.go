@@ -202,7 +202,7 @@ func (a *app) serveQueues(f serveFlags) ([]config.WorkQueue, error) {
 	if len(f.work) > 0 {
 		a.log.Warn("pgbus serve: --work is deprecated; use --queue, as pgbus work does")
 	}
-	specs, source, err := queueSpecs(append(f.queues, f.work...))
+	specs, source, err := a.queueSpecs(append(f.queues, f.work...))
 	if err != nil {
 		return nil, err
 	}

@@ -210,7 +210,7 @@ func (a *app) resolveWork(fs *pflag.FlagSet, w *workFlags) ([]config.WorkQueue, 
 	if err := a.resolveMetricsAddr(fs, &w.metricsAddr); err != nil {
 		return nil, err
 	}
-	specs, source, err := queueSpecs(w.queues)
+	specs, source, err := a.queueSpecs(w.queues)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +265,14 @@ func (a *app) resolveConcurrency(fs *pflag.FlagSet, n *int) (int, error) {
 // queueSpecs returns the queues the command line names, else those of
 // PGBUS_QUEUES, and where they came from, for errors. PGBUS_QUEUES set but
 // empty is refused rather than read as unset, which would work every
-// queue of the configuration file.
-func queueSpecs(flags []string) (specs []string, source string, err error) {
+// queue of the configuration file. PGBUS_QUEUES set beside --queue is
+// left unused, as flags win over the environment, and the log says so:
+// its queues would otherwise go unworked without a word.
+func (a *app) queueSpecs(flags []string) (specs []string, source string, err error) {
+	if v := os.Getenv(EnvQueues); len(flags) > 0 && strings.TrimSpace(v) != "" && a.log != nil {
+		a.log.Warn("pgbus: --queue names the queues to work, so environment variable "+EnvQueues+" is unused (flags win over the environment): unset it, or leave --queue out to work its queues",
+			"queues", strings.Join(flags, ","), "unused", EnvQueues+"="+v)
+	}
 	if len(flags) == 0 {
 		if err := setButEmpty(EnvQueues); err != nil {
 			return nil, "", err
