@@ -194,6 +194,12 @@ func (a *app) setup(cmd *cobra.Command) error {
 	// every other output.
 	a.log = slog.New(ops.RedactingHandler(h))
 	a.warnMisspelledVariables(os.Environ())
+	if a.databaseURL != "" && a.dataDir != "" {
+		// Both given: the URL's database is used, and the directory,
+		// meant for the embedded PostgreSQL, would go unused silently.
+		a.log.Warn("pgbus: a database URL is given ("+a.sourceWords("database-url", "database_url")+"), so the embedded PostgreSQL does not start and its data directory ("+
+			a.sourceWords("data-dir", "data_dir")+") is unused: remove the one not meant", "data_dir", a.dataDir)
+	}
 	if a.cfg.Path() != "" {
 		a.log.Debug("pgbus: configuration file read", "path", a.cfg.Path(), "queues", a.cfg.QueueNames())
 	}
@@ -473,6 +479,17 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 		}
 	}
 	return db, err
+}
+
+// sourceWords names where the setting of flag name came from: the flag,
+// the environment variable (or the file it names), or key of the
+// configuration file.
+func (a *app) sourceWords(name, key string) string {
+	src := a.sources[name]
+	if path, ok := strings.CutPrefix(src, "config "); ok {
+		return key + " of the configuration file " + path
+	}
+	return src
 }
 
 // urlWords names where the database URL came from, for advice that says
