@@ -57,13 +57,13 @@ type File struct {
 	// DatabaseURL is the PostgreSQL URL; empty starts the embedded server.
 	DatabaseURL string `yaml:"database_url,omitempty"`
 	// DataDir is the embedded server's data directory.
-	DataDir string `yaml:"data_dir"`
+	DataDir string `yaml:"data_dir,omitempty"`
 	// NoEmbedded, when true, forbids the embedded server: without a
 	// database URL pgbus stops rather than start one.
 	NoEmbedded *bool `yaml:"no_embedded"`
 	// LogFormat is auto, text or json; LogLevel debug, info, warn or error.
-	LogFormat string `yaml:"log_format"`
-	LogLevel  string `yaml:"log_level"`
+	LogFormat string `yaml:"log_format,omitempty"`
+	LogLevel  string `yaml:"log_level,omitempty"`
 	// Worker tunes pgbus work (and the workers of pgbus serve).
 	Worker Worker `yaml:"worker"`
 	// Queues are the queues this installation works, by name.
@@ -141,7 +141,7 @@ type Settings struct {
 	Backoff           *Duration `yaml:"backoff" json:"backoff,omitempty"`
 	BackoffMax        *Duration `yaml:"backoff_max" json:"backoff_max,omitempty"`
 	Jitter            *float64  `yaml:"jitter" json:"jitter,omitempty"`
-	Strategy          string    `yaml:"strategy" json:"strategy,omitempty"`
+	Strategy          string    `yaml:"strategy,omitempty" json:"strategy,omitempty"`
 	DeleteOnSuccess   *bool     `yaml:"delete_on_success" json:"delete_on_success,omitempty"`
 	ArchiveRetention  *Duration `yaml:"archive_retention" json:"archive_retention,omitempty"`
 	DeadRetention     *Duration `yaml:"dead_retention" json:"dead_retention,omitempty"`
@@ -491,6 +491,9 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, cfg.yamlError(data, err)
 	}
 	indexLines(&root, "", cfg.lines, cfg.tags, cfg.values)
+	if err := cfg.checkEmpty(); err != nil {
+		return nil, err
+	}
 	quoted := unquoteBools(&root)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -525,6 +528,45 @@ func Parse(name string, data []byte) (*File, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// checkEmpty refuses the first key of the file (by line) whose value is
+// an empty string (key: ""), whatever the key: read as the default, as
+// some keys read it while others refused it in words of their type, a
+// template whose variable came through empty would run otherwise than it
+// was told, as an environment variable set but empty is refused too. A
+// key with nothing after it (key:, YAML's null) is a key left out. The
+// values a handler passes on as they are, its command's environment
+// (env) and the headers of the http handler and of the alerts, may be
+// empty; so may anything in an x- block, of which pgbus reads nothing.
+// database_url's own check says more of it.
+func (f *File) checkEmpty() error {
+	var first string
+	for key, v := range f.values {
+		if v != "" || f.tags[key] != "!!str" || key == "database_url" || strings.HasPrefix(key, ExtensionPrefix) || passedOn(key) {
+			continue
+		}
+		if first == "" || f.lines[key] < f.lines[first] || f.lines[key] == f.lines[first] && key < first {
+			first = key
+		}
+	}
+	if first == "" {
+		return nil
+	}
+	return f.Errorf(first, `is empty (""): give a value, or leave the key out (or write nothing after it) for its default`)
+}
+
+// passedOn reports whether key is one whose value a handler or the
+// alerts pass on as it is, which may be empty: an exec handler's env, the
+// headers of the http handler and of the alerts.
+func passedOn(key string) bool {
+	parts := strings.Split(key, ".")
+	for i, p := range parts[:len(parts)-1] {
+		if p == "headers" || p == "env" && i > 0 && parts[i-1] == "handler" {
+			return true
+		}
+	}
+	return false
 }
 
 // ExtensionPrefix starts the top-level keys of a file that pgbus reads
@@ -921,6 +963,11 @@ func (f *File) check() error {
 	for _, key := range []string{"database_url", "data_dir"} {
 		if err := envref.Check(f.placeValue(key)); err != nil {
 			return f.Errorf(key, "%v", err)
+		}
+	}
+	for _, field := range f.SafeFields {
+		if strings.TrimSpace(field) == "" {
+			return f.Errorf("safe_fields", `holds an empty field (""): name a payload field in each entry, or leave the key out for none`)
 		}
 	}
 	switch f.LogFormat {

@@ -21,7 +21,11 @@ key, a value of the wrong type, a negative number or an unknown handler type
 stops pgbus at start with the file, line, key and reason (exit code 2),
 even when a flag or an environment variable gives that setting for the
 command, as the file is checked whole, for every command that reads it:
-the refusal then names the flag or variable that overrides it. A
+the refusal then names the flag or variable that overrides it. An empty
+string (key: "") is refused for every setting, as an environment variable
+set but empty is: leave the key out, or write nothing after it (key:), for
+its default; only the values a handler or the alerts pass on as they are
+(an exec command's env, headers) may be empty. A
 top-level key starting with x- (x-defaults: &defaults {...}) is read as
 nothing but the YAML anchors it holds, for the file's aliases and merges
 (<<: *defaults) to reuse, as in compose files. The
