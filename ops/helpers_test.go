@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -161,4 +163,35 @@ func retryBehindALock(ctx context.Context, t *testing.T, s *store.Store, svc *op
 		out <- retried{r, err}
 	}()
 	return func() error { return tx.Rollback(testContext(t)) }, out
+}
+
+// reasonsOfCode returns every reason of code in the health verdict, read
+// page by page as HealthOf lists them by code: the reasons other tests'
+// queues give in the shared database, of other codes or many of this one,
+// would crowd a test's own past the response bound of the whole verdict.
+// A check slow to read the tables on a busy machine is asked again.
+func reasonsOfCode(t *testing.T, svc *ops.Service, code string) []ops.HealthReason {
+	t.Helper()
+	ctx := testContext(t)
+	var out []ops.HealthReason
+	for cursor := ""; ; {
+		var h ops.Health
+		pgtest.Eventually(t, time.Minute, "a health check that reads the tables in time", func() bool {
+			var err error
+			if h, err = svc.HealthOf(ctx, ops.HealthRequest{Code: code, Cursor: cursor}); err != nil {
+				t.Fatalf("health's reasons of %s: %v", code, err)
+			}
+			return !slices.ContainsFunc(h.Reasons, func(r ops.HealthReason) bool { return r.Code == "health_check_slow" })
+		})
+		for _, r := range h.Reasons {
+			if r.Code != code {
+				t.Fatalf("health's reasons of %s list one of %s: %+v", code, r.Code, r)
+			}
+		}
+		out = append(out, h.Reasons...)
+		if h.NextCursor == "" {
+			return out
+		}
+		cursor = h.NextCursor
+	}
 }
