@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
 )
 
@@ -148,7 +149,9 @@ func TestDeadOperationsRejectBadInput(t *testing.T) {
 // operations over every DLQ instead of failing them.
 func TestAllDLQsSkipOldLayout(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	// A database of its own: the reads of every DLQ of the shared one
+	// meet other tests' DLQs dropped, locked or made by hand meanwhile.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	ctx := testContext(t)
 	old := uniqueName("old") + "_dlq"
 	_, err := s.Pool().Exec(ctx, `
