@@ -852,7 +852,7 @@ func tablesHeldError(held *store.TablesHeldError) error {
 // which would say OK. A bulk call stopped partway keeps its own error,
 // which says what it did: only its cause is said so.
 func queuesChangedError(err error, changed *store.QueuesChangedError, e effect) error {
-	msg := fmt.Sprintf("the queues changed during the read (queues were created or dropped meanwhile): each of its %d reads of every DLQ found one it listed dropped before it read it (%v)", changed.Reads, changed.Err)
+	msg := fmt.Sprintf("the queues changed during the read (queues were created or dropped meanwhile): each of its %d reads of every DLQ found one it listed dropped before or while it read it (%v)", changed.Reads, changed.Err)
 	if partial, again := partialCause(err); partial != nil {
 		c := cause{msg: msg, err: errors.Join(ErrUnavailable, *partial), lockWait: true}
 		if again {

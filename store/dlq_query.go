@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 func (f DeadFilter) validate() error {
@@ -184,13 +186,14 @@ func (q *deadQuery) union(cols string, more func(dlq string) string, tail string
 const deadReadAttempts = 8
 
 // QueuesChangedError is a read of every DLQ that found, at each of its
-// reads, a DLQ it listed dropped before it read it: queues were created
-// or dropped meanwhile, faster than the reads could keep up with. Nothing
-// is wrong with the database; the same read again may succeed.
+// reads, a DLQ it listed dropped before or while it read it: queues were
+// created or dropped meanwhile, faster than the reads could keep up with.
+// Nothing is wrong with the database; the same read again may succeed.
 type QueuesChangedError struct {
 	// Reads is how many times the DLQs were listed and read.
 	Reads int
-	// Err is the last read's failure, a DLQ's table not found.
+	// Err is the last read's failure: a DLQ's table not found, or gone
+	// while the statement ran.
 	Err error
 }
 
@@ -203,8 +206,9 @@ func (e *QueuesChangedError) Error() string {
 func (e *QueuesChangedError) Unwrap() error { return e.Err }
 
 // runDead compiles f and runs fn on it. Over every DLQ, a DLQ dropped in the
-// meantime makes it list the DLQs again, up to deadReadAttempts reads;
-// when each of them found one dropped, it returns a QueuesChangedError.
+// meantime (before fn's statement, or while it ran: droppedWhileRead) makes
+// it list the DLQs again, up to deadReadAttempts reads; when each of them
+// found one dropped, it returns a QueuesChangedError.
 func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery) error) error {
 	for attempt := 0; ; attempt++ {
 		q, err := s.compileDead(ctx, f)
@@ -215,7 +219,7 @@ func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery)
 			return nil
 		}
 		err = fn(q)
-		if !isUndefinedTable(err) {
+		if !isUndefinedTable(err) && !s.droppedWhileRead(ctx, err, q.dlqs) {
 			return err
 		}
 		if f.Queue != "" {
@@ -234,6 +238,22 @@ func (s *Store) runDead(ctx context.Context, f DeadFilter, fn func(q *deadQuery)
 		case <-time.After(10 * time.Millisecond << attempt):
 		}
 	}
+}
+
+// droppedWhileRead reports whether err, of a statement reading the DLQs
+// dlqs, is PostgreSQL failing to open a relation it had found (SQLSTATE
+// XX000, "could not open relation with OID") because one of them was
+// dropped while the statement ran: one of dlqs is gone now. It is told by
+// the error's code and the catalog, not by the error's words, which
+// lc_messages translates. Another internal error, or one the catalog
+// cannot be asked about, is no dropped DLQ.
+func (s *Store) droppedWhileRead(ctx context.Context, err error, dlqs []string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "XX000" {
+		return false
+	}
+	there, lerr := s.deadExistingQueues(ctx, dlqs)
+	return lerr == nil && len(there) < len(dlqs)
 }
 
 // wrapDead wraps database errors; the store's own kinds pass unchanged.

@@ -52,6 +52,13 @@ func RepairDLQ(ctx context.Context, s *Store, dlq string) (bool, error) { return
 // DeadQueues lists every DLQ as the operations over all of them read them.
 func DeadQueues(ctx context.Context, s *Store) ([]string, error) { return s.deadQueues(ctx) }
 
+// RunDead runs read as a read of the DLQs f selects, as the operations
+// over every DLQ run theirs (runDead): read gets the DLQs listed for it,
+// and is run again with the DLQs listed anew when the DLQs changed under it.
+func RunDead(ctx context.Context, s *Store, f DeadFilter, read func(dlqs []string) error) error {
+	return s.runDead(ctx, f, func(q *deadQuery) error { return read(q.dlqs) })
+}
+
 // DeadBatch is the number of messages of one page of a bulk operation.
 const DeadBatch = deadBatch
 
