@@ -270,13 +270,14 @@ func byAttention(a, b QueueStats) int {
 }
 
 // retryVanished runs fn, an operation over every queue, again when it fails
-// because a queue was dropped while it ran: a queue that is gone is no
-// reason to fail an overview.
+// because a queue was dropped while it ran, before one of its statements
+// (not found) or during one (store.IsRelationGone): a queue that is gone
+// is no reason to fail an overview.
 func retryVanished[T any](fn func() (T, error)) (T, error) {
 	var out T
 	var err error
 	for range 3 {
-		if out, err = fn(); !errors.Is(err, store.ErrNotFound) {
+		if out, err = fn(); !errors.Is(err, store.ErrNotFound) && !store.IsRelationGone(err) {
 			break
 		}
 	}

@@ -571,11 +571,23 @@ func isUndefinedTable(err error) bool {
 
 // relationGone reports whether err is PostgreSQL failing to open a
 // relation its catalog snapshot still showed (SQLSTATE XX000, "could not
-// open relation with OID"): one dropped while the statement ran.
+// open relation with OID"): one dropped while the statement ran. It is
+// told by the code alone, internal_error: the words are the server's
+// language's (lc_messages), and a read that met another internal error
+// meets it again when made again.
 func relationGone(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "XX000" && strings.HasPrefix(pgErr.Message, "could not open relation with OID")
+	return errors.As(err, &pgErr) && pgErr.Code == "XX000"
 }
+
+// IsRelationGone reports whether err is the error PostgreSQL fails a
+// statement with when a table it had found is dropped while it runs
+// (SQLSTATE XX000, "could not open relation with OID" in English): a
+// read over every queue made again reads the queues there are then, as
+// after ErrNotFound for a table dropped before the statement. Being the
+// server's internal error, it may have another cause, which the read made
+// again meets again.
+func IsRelationGone(err error) bool { return relationGone(err) }
 
 // isUndefinedColumn reports whether err is PostgreSQL's undefined_column:
 // a table of another shape than the statement expects.
