@@ -99,15 +99,18 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 			out.Notes = append(out.Notes, fmt.Sprintf("no queue's name contains %q", req.NameContains))
 		}
 	}
-	asked := out.Queues
-	if err == nil && !req.All {
-		s.fitQueueStats(&out, what)
-	}
+	// The notes of what the list cannot show, read before the list is
+	// cut, so that the cut leaves them room.
+	var more QueueStatsResult
 	if err == nil && !req.NoArchive {
 		// For an answer, not a reader that polls: one more read a look.
-		s.noteUnreadQueues(ctx, &out)
-		s.noteDLQsGone(ctx, &out, asked)
+		s.noteUnreadQueues(ctx, &more)
+		s.noteDLQsGone(ctx, &more, out.Queues)
 	}
+	if err == nil && !req.All {
+		s.fitQueueStats(&out, what, more.Notes)
+	}
+	out.Notes = append(out.Notes, more.Notes...)
 	return out, err
 }
 
@@ -180,8 +183,9 @@ func (s *Service) noteUnreadQueues(ctx context.Context, out *QueueStatsResult) {
 // response bound, keeping the ones an operator acts on, still by name:
 // in turns, the queue with the most dead messages, the largest backlog,
 // the most failures in the last hour and a paused one, so that many
-// queues of one trouble do not crowd out the worst of another.
-func (s *Service) fitQueueStats(out *QueueStatsResult, what string) {
+// queues of one trouble do not crowd out the worst of another. notes are
+// the answer's other notes, added after the list's: they take their room.
+func (s *Service) fitQueueStats(out *QueueStatsResult, what string, notes []string) {
 	byName := slices.Clone(out.Queues)
 	slices.SortStableFunc(byName, func(a, b QueueStats) int { return cmp.Compare(attentionRank(a), attentionRank(b)) })
 	ranked := inTurns(byName, func(q QueueStats) string { return q.Queue },
@@ -190,7 +194,7 @@ func (s *Service) fitQueueStats(out *QueueStatsResult, what string) {
 		sortedBy(byName, func(q QueueStats) bool { return q.LastHour.Failed+q.LastHour.DeadLettered > 0 },
 			func(q QueueStats) int64 { return q.LastHour.Failed + q.LastHour.DeadLettered }),
 		sortedBy(byName, func(q QueueStats) bool { return q.Paused }, func(q QueueStats) int64 { return q.Depth }))
-	n := fitList(s.opts.Bounds, &ranked, QueueStatsResult{Omitted: len(ranked), Notes: []string{strings.Repeat("x", 450)}})
+	n := fitList(s.opts.Bounds, &ranked, QueueStatsResult{Omitted: len(ranked), Notes: append([]string{strings.Repeat("x", 450)}, notes...)})
 	if n == 0 {
 		return
 	}

@@ -352,6 +352,48 @@ func TestQueueStatsOfManyQueuesStayUnderBudget(t *testing.T) {
 	}
 }
 
+// TestQueueStatsNotesStayUnderBudget: the stats of every queue, cut to
+// fit, keep the notes of the queues whose DLQ tables are gone and of the
+// PGMQ queues pgbus cannot list within the response bound too, as they
+// count on the list's room.
+func TestQueueStatsNotesStayUnderBudget(t *testing.T) {
+	t.Parallel()
+	e := newIsolatedEnv(t, ops.Options{})
+	st := e.st
+	ctx := testContext(t)
+	for range 45 {
+		if err := st.BulkLoadDead(ctx, newQueue(t, st), 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 8 {
+		q := pgtest.Name(fmt.Sprintf("lost_dlq_table_%d", i))
+		if err := st.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Pool().Exec(ctx, fmt.Sprintf(`DROP TABLE pgmq.%q`, "q_"+store.DLQName(q))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 7 {
+		name := fmt.Sprintf("Another_Clients_Queue_%02d_%s", i, strings.Repeat("X", 40))
+		if _, err := st.Pool().Exec(ctx, `INSERT INTO pgmq.meta (queue_name, is_partitioned, is_unlogged) VALUES ($1, false, false)`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	text := resultText(e.call(t, "pgbus_queue_stats", nil))
+	if n := utf8.RuneCountInString(text); n >= responseLimit {
+		t.Fatalf("pgbus_queue_stats: %d characters, want under %d:\n%s", n, responseLimit, text)
+	}
+	got := callOK[ops.QueueStatsResult](t, e, "pgbus_queue_stats", nil)
+	notes := strings.Join(got.Notes, "\n")
+	for _, want := range []string{"of the 53 queues", "dead-letter queue's table is gone", "3 more queues have lost their dead-letter queues' tables", "7 PGMQ queues are not listed"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("pgbus_queue_stats notes %q; want one saying %q", got.Notes, want)
+		}
+	}
+}
+
 // TestHealthOfManyStalledQueuesStaysUnderBudget: when more queues have
 // problems than fit, pgbus_health lists the STALLED ones first, leaves out
 // the rest and counts them, and its verdict still counts every queue.
