@@ -30,7 +30,12 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // created.
 func setUp(t *testing.T) (*store.Store, *ops.Service, config.WorkQueue) {
 	t.Helper()
-	st := pgtest.Store(t)
+	return setUpOn(t, pgtest.Store(t))
+}
+
+// setUpOn is setUp on the database of st.
+func setUpOn(t *testing.T, st *store.Store) (*store.Store, *ops.Service, config.WorkQueue) {
+	t.Helper()
 	svc, err := ops.New(st, ops.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -285,9 +290,12 @@ func TestPrepareSaysSettingsChanged(t *testing.T) {
 // empty.
 func TestWaitIdleOnSeveralQueues(t *testing.T) {
 	ctx := pgtest.Context(t)
-	st, svc, busy := setUp(t)
-	_, _, empty := setUp(t)
-	_, _, dropped := setUp(t)
+	// A database of its own: WaitIdle reads the stats of several queues in
+	// one read of every queue's, which the queues of other tests would
+	// slow down.
+	st, svc, busy := setUpOn(t, pgtest.OpenStore(t, pgtest.NewDatabase(t)))
+	_, _, empty := setUpOn(t, st)
+	_, _, dropped := setUpOn(t, st)
 	send(t, svc, busy.Name, 1)
 	if err := st.DropQueue(ctx, dropped.Name); err != nil {
 		t.Fatal(err)
