@@ -131,7 +131,9 @@ func healthNamesQueuesWhoseTablesAreGone(t *testing.T, s *store.Store) {
 func TestHealthNamesAQueueWhoseDLQAloneIsGone(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	s := testStore(t)
+	// A database of its own: the shared one's reasons, of every test,
+	// may pass the response bound, which leaves DEGRADED ones out.
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	svc := newService(t, s, ops.Options{})
 	// Named after the lost queue, for the reads of the queues so named:
 	// of every queue of the shared database, other tests' queues whose
@@ -153,6 +155,13 @@ func TestHealthNamesAQueueWhoseDLQAloneIsGone(t *testing.T) {
 	// As pgmq.create makes a queue: no DLQ at all, no trace of one.
 	dropTablesKeepMeta(t, s, store.DLQName(foreign))
 	if _, err := s.Pool().Exec(ctx, `DELETE FROM pgmq.meta WHERE queue_name = $1`, store.DLQName(foreign)); err != nil {
+		t.Fatal(err)
+	}
+	// Registered with pgbus as it is, without a DLQ.
+	if _, err := s.Pool().Exec(ctx, `DELETE FROM pgbus.queues WHERE queue_name = $1`, foreign); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterQueue(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
 
@@ -213,5 +222,90 @@ func TestHealthNamesAQueueWhoseDLQAloneIsGone(t *testing.T) {
 	}
 	if n := pgtest.Live(t, s, lost+"_p1"); n != 1 {
 		t.Errorf("%d messages in %s once its DLQ is made again; want its 1 kept", n, lost)
+	}
+}
+
+// A queue whose DLQ was dropped with PGMQ's own drop_queue, which takes
+// its row of pgmq.meta and its archive with it and so leaves no trace of
+// it in PGMQ's tables, is named by health as a DLQ table dropped by hand
+// is, and noted by its stats and the warnings of a migration: pgbus made
+// its DLQ, so it is gone. So is that of a queue another PGMQ client made,
+// registered with pgbus without one, once a worker made it its DLQ; until
+// then it never had one and is not named.
+func TestHealthNamesAQueueWhoseDLQPGMQDropped(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	if err := pgtest.RunSQL(t, url, pgtest.PGMQScript(t)); err != nil {
+		t.Fatal(err)
+	}
+	s := pgtest.OpenStore(t, url)
+	svc := newService(t, s, ops.Options{})
+	dropped, foreign := "dropped", "foreign"
+	if err := s.CreateQueue(ctx, dropped); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Send(ctx, dropped, store.NewMessage{Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, url, `SELECT pgmq.drop_queue('dropped_dlq')`)
+	pgtest.Exec(t, url, `SELECT pgmq.create('foreign')`)
+	if err := s.RegisterQueue(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+
+	named := func() map[string]ops.HealthReason {
+		t.Helper()
+		h, err := svc.Health(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]ops.HealthReason{}
+		for _, r := range h.Reasons {
+			if r.Code == "queue_tables_missing" {
+				out[r.Queue] = r
+			}
+		}
+		gone, err := svc.QueuesWithoutTables(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gone) != len(out) {
+			t.Errorf("a migration warns of %+v, health names %+v; want the same queues", gone, out)
+		}
+		return out
+	}
+	got := named()
+	r, ok := got[dropped]
+	if len(got) != 1 || !ok || r.Status != ops.HealthDegraded || !strings.Contains(r.Message, "pgmq.q_dropped_dlq") || !strings.Contains(r.Message, "dead-letter queue") {
+		t.Fatalf("health with the DLQ of %s dropped by pgmq.drop_queue: %+v; want one DEGRADED reason for %s naming its DLQ's table", dropped, got, dropped)
+	}
+	if create := findHint(t, r.Next, ops.OpQueueCreate); len(r.Next) != 1 || create.Args["queue"] != dropped {
+		t.Fatalf("reason of %s: next %+v; want only the create of %s", dropped, r.Next, dropped)
+	}
+	st, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: dropped})
+	if notes := strings.Join(st.Notes, "\n"); err != nil || !strings.Contains(notes, "pgmq.q_dropped_dlq") {
+		t.Errorf("stats of %s: notes %q, %v; want one naming its DLQ's table", dropped, st.Notes, err)
+	}
+
+	// The foreign queue gets its DLQ as a worker starting on it makes it;
+	// dropped by PGMQ then, it is named too.
+	if err := s.CreateDLQ(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, url, `SELECT pgmq.drop_queue('foreign_dlq')`)
+	if got := named(); len(got) != 2 || got[foreign].Status != ops.HealthDegraded {
+		t.Fatalf("health with the DLQ a worker made of %s dropped by pgmq.drop_queue: %+v; want it named", foreign, got)
+	}
+	for _, q := range []string{dropped, foreign} {
+		if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: q}); err != nil {
+			t.Fatalf("the create health offers for %s: %v", q, err)
+		}
+	}
+	if got := named(); len(got) != 0 {
+		t.Errorf("health once the DLQs are made again: %+v; want none named", got)
+	}
+	if n := pgtest.Live(t, s, dropped); n != 1 {
+		t.Errorf("%d messages in %s once its DLQ is made again; want its 1 kept", n, dropped)
 	}
 }

@@ -112,7 +112,12 @@ func (s *Store) createLogical(ctx context.Context, name string, levels int, sett
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO pgbus.queues (queue_name, priorities) VALUES ($1, $2) ON CONFLICT DO NOTHING`, name, levels)
+		if err == pgx.ErrNoRows {
+			_, err = tx.Exec(ctx, `INSERT INTO pgbus.queues (queue_name, priorities) VALUES ($1, $2) ON CONFLICT DO NOTHING`, name, levels)
+		} else {
+			// Registered without a DLQ, it has one now.
+			err = noteDLQMade(ctx, tx, name)
+		}
 		if err != nil {
 			return fmt.Errorf("store: create queue %q: register: %w", name, err)
 		}
@@ -160,7 +165,8 @@ func (s *Store) RegisterQueue(ctx context.Context, name string) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
 	}
-	if _, err := s.db.Exec(ctx, `INSERT INTO pgbus.queues (queue_name, priorities) VALUES ($1, 0) ON CONFLICT DO NOTHING`, name); err != nil {
+	if _, err := s.db.Exec(ctx, `INSERT INTO pgbus.queues (queue_name, priorities, dlq_unmade)
+		VALUES ($1, 0, to_regclass(format('pgmq.%I', 'q_' || $1::text || $2)) IS NULL) ON CONFLICT DO NOTHING`, name, DLQSuffix); err != nil {
 		return fmt.Errorf("store: register queue %q: %w", name, err)
 	}
 	return nil
@@ -185,16 +191,42 @@ func (s *Store) CreateDLQ(ctx context.Context, queue string) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('pgbus.queue:' || $1))`, queue); err != nil {
 			return fmt.Errorf("store: create the DLQ of queue %q: lock: %w", queue, err)
 		}
-		var exists bool
+		var exists, unnoted bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)
-			OR EXISTS (SELECT 1 FROM pgbus.queues WHERE queue_name = $1)`, queue).Scan(&exists); err != nil {
+			OR EXISTS (SELECT 1 FROM pgbus.queues WHERE queue_name = $1),
+			EXISTS (SELECT 1 FROM pgbus.queues WHERE queue_name = $1 AND dlq_unmade)`, queue).Scan(&exists, &unnoted); err != nil {
 			return fmt.Errorf("store: create the DLQ of queue %q: %w", queue, err)
 		}
 		if !exists {
 			return notFoundf("queue %q does not exist; create it first, with pgbus or with pgmq.create", queue)
 		}
-		return createPhysical(ctx, tx, dlq, "", fns)
+		if err := createPhysical(ctx, tx, dlq, "", fns); err != nil {
+			return err
+		}
+		if unnoted {
+			if err := noteDLQMade(ctx, tx, queue); err != nil {
+				return fmt.Errorf("store: create the DLQ of queue %q: %w", queue, err)
+			}
+		}
+		return nil
 	})
+}
+
+// noteDLQMade records in pgbus.queues that the DLQ of queue, registered
+// without one (RegisterQueue), was made, so that its drop outside pgbus
+// is told, pgmq.drop_queue's included, which leaves no trace of it in
+// PGMQ's tables (QueuesWithoutTables). A role that may create the DLQ but
+// not update pgbus.queues leaves it unrecorded rather than fail: the DLQ
+// is made all the same, and only a later drop of it goes untold.
+func noteDLQMade(ctx context.Context, tx pgx.Tx, queue string) error {
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+		_, err := sp.Exec(ctx, `UPDATE pgbus.queues SET dlq_unmade = false WHERE queue_name = $1 AND dlq_unmade`, queue)
+		return err
+	})
+	if IsPermissionDenied(err) {
+		return nil // rolled back to its savepoint: the transaction goes on
+	}
+	return err
 }
 
 // physicalNames lists the physical work queues of a logical queue, highest

@@ -30,16 +30,21 @@ type QueueTablesGone struct {
 // of theirs that are, by name byte by byte. It is one statement that asks
 // the catalog for two or so names a queue, cheap enough for every health
 // check. A queue whose DLQ alone is gone is listed (OnlyDLQ) when the DLQ
-// left a trace, its archive or its row of pgmq.meta, as a DROP TABLE of
-// it by hand leaves: a queue another PGMQ client made, registered with
-// pgbus, may never have had one.
+// was made: by pgbus's create, which makes one with every queue, or since
+// the queue was registered without one (pgbus.queues.dlq_unmade, which
+// CreateDLQ clears), so that a drop by pgmq.drop_queue, which takes its
+// archive and row of pgmq.meta with it, is told; or when it left a trace
+// of those, as a DROP TABLE of it by hand does. A queue another PGMQ
+// client made, registered with pgbus without a DLQ that anyone made
+// since, never had one.
 func (s *Store) QueuesWithoutTables(ctx context.Context) ([]QueueTablesGone, error) {
 	rows, err := s.reads.Query(ctx, `
 		SELECT queue_name, priorities, missing, NOT work_gone FROM (
 		  SELECT q.queue_name, q.priorities,
 		         to_regclass(format('pgmq.%I', 'q_' || q.queue_name || $1)) IS NULL
 		           AND (to_regclass(format('pgmq.%I', 'a_' || q.queue_name || $1)) IS NOT NULL
-		                OR EXISTS (SELECT FROM pgmq.meta m WHERE m.queue_name = q.queue_name || $1)) AS dlq_lost,
+		                OR EXISTS (SELECT FROM pgmq.meta m WHERE m.queue_name = q.queue_name || $1)
+		                OR NOT q.dlq_unmade) AS dlq_lost,
 		         ARRAY(SELECT 'pgmq.q_' || t.name FROM unnest(
 		                 CASE WHEN q.priorities = 0 THEN ARRAY[q.queue_name]
 		                      ELSE ARRAY(SELECT q.queue_name || '_p' || p FROM generate_series(0, q.priorities - 1) AS p ORDER BY p) END
