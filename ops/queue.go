@@ -81,7 +81,7 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 		}
 		out := QueueStatsResult{Queues: queueStatsList(stats)}
 		if err == nil {
-			s.noteDLQsGone(ctx, &out, out.Queues)
+			noteDLQsGone(&out, s.markDLQsGone(ctx, out.Queues), out.Queues)
 		}
 		return out, explain(err, list)
 	}
@@ -99,13 +99,17 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 			out.Notes = append(out.Notes, fmt.Sprintf("no queue's name contains %q", req.NameContains))
 		}
 	}
+	var gone []store.QueueTablesGone
+	if err == nil {
+		gone = s.markDLQsGone(ctx, out.Queues)
+	}
 	// The notes of what the list cannot show, read before the list is
 	// cut, so that the cut leaves them room.
 	var more QueueStatsResult
 	if err == nil && !req.NoArchive {
 		// For an answer, not a reader that polls: one more read a look.
 		s.noteUnreadQueues(ctx, &more)
-		s.noteDLQsGone(ctx, &more, out.Queues)
+		noteDLQsGone(&more, gone, out.Queues)
 	}
 	if err == nil && !req.All {
 		s.fitQueueStats(&out, what, more.Notes)
@@ -118,16 +122,29 @@ func (s *Service) QueueStats(ctx context.Context, req QueueStatsRequest) (_ Queu
 // that they keep it under the response bound.
 const maxDLQGoneNotes = 5
 
-// noteDLQsGone notes on out each queue asked for whose DLQ's table alone
-// is gone, dropped outside pgbus, as health names it
-// (queue_tables_missing): the stats read its DLQ as empty. A queue the
-// response bound left out is noted too, since nothing else in the answer
-// would show it. A failed read leaves the notes out.
-func (s *Service) noteDLQsGone(ctx context.Context, out *QueueStatsResult, asked []QueueStats) {
+// markDLQsGone marks each of queues whose DLQ's table alone is gone,
+// dropped outside pgbus, as health names it (queue_tables_missing):
+// DLQMissing, as the stats read its DLQ as empty. It returns the queues
+// whose tables are gone, for noteDLQsGone; a failed read marks none.
+func (s *Service) markDLQsGone(ctx context.Context, queues []QueueStats) []store.QueueTablesGone {
 	gone, err := s.store.QueuesWithoutTables(ctx)
 	if err != nil {
-		return
+		return nil
 	}
+	isGone := map[string]bool{}
+	for _, q := range gone {
+		isGone[q.Queue] = q.OnlyDLQ
+	}
+	for i := range queues {
+		queues[i].DLQMissing = isGone[queues[i].Queue]
+	}
+	return gone
+}
+
+// noteDLQsGone notes on out each queue asked for whose DLQ's table alone
+// is gone, of those markDLQsGone found: a queue the response bound left
+// out is noted too, since nothing else in the answer would show it.
+func noteDLQsGone(out *QueueStatsResult, gone []store.QueueTablesGone, asked []QueueStats) {
 	isAsked := map[string]bool{}
 	for _, q := range asked {
 		isAsked[q.Queue] = true

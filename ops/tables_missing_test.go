@@ -309,3 +309,44 @@ func TestHealthNamesAQueueWhoseDLQPGMQDropped(t *testing.T) {
 		t.Errorf("%d messages in %s once its DLQ is made again; want its 1 kept", n, dropped)
 	}
 }
+
+// The stats of a queue whose DLQ table is gone say so in a field of the
+// queue's own, not only in a note: asked for alone, in a list, and in a
+// list for a reader that polls (no archive), which takes no notes.
+func TestQueueStatsMarkAQueueWhoseDLQIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	s := testStore(t)
+	svc := newService(t, s, ops.Options{})
+	lost, whole := pgtest.Name("lost"), pgtest.Name("whole")
+	for _, q := range []string{lost, whole} {
+		if err := s.CreateQueue(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pgtest.DropOutside(t, s, store.DLQName(lost))
+	for _, req := range []ops.QueueStatsRequest{{Queue: lost}, {Queue: whole}, {All: true}, {All: true, NoArchive: true}, {NameContains: lost}} {
+		st, err := svc.QueueStats(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, q := range st.Queues {
+			if q.Queue == lost || q.Queue == whole {
+				seen++
+				if q.DLQMissing != (q.Queue == lost) {
+					t.Errorf("stats %+v: %s has dlq_missing %v; want it only for %s", req, q.Queue, q.DLQMissing, lost)
+				}
+			}
+		}
+		if seen == 0 {
+			t.Errorf("stats %+v list neither queue: %+v", req, st.Queues)
+		}
+	}
+	if _, err := svc.QueueCreate(ctx, ops.QueueCreateRequest{Queue: lost}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := svc.QueueStats(ctx, ops.QueueStatsRequest{Queue: lost}); err != nil || st.Queues[0].DLQMissing {
+		t.Errorf("stats of %s once its DLQ is made again: %+v, %v; want dlq_missing false", lost, st.Queues, err)
+	}
+}

@@ -28,6 +28,9 @@ type QueueStats struct {
 	OldestVisibleAgeSeconds float64 `json:"oldest_visible_age_seconds" jsonschema_description:"Seconds the message ready longest has been ready to run (since it was sent, or since its delay or retry backoff ended); 0 when none is ready. A growing value means the backlog is not draining"`
 	DLQ                     string  `json:"dlq" jsonschema_description:"The queue's dead-letter queue"`
 	DLQDepth                int64   `json:"dlq_depth" jsonschema_description:"Dead messages waiting in the DLQ"`
+	// DLQMissing marks a queue whose DLQ's table alone is gone, dropped
+	// outside pgbus, as health's queue_tables_missing names it.
+	DLQMissing bool `json:"dlq_missing,omitempty" jsonschema_description:"True when the DLQ's table is gone, dropped outside pgbus: dlq_depth reads 0, and messages that fail their last attempt stay in the queue until creating the queue again makes the DLQ"`
 	// Dropped marks a queue whose tables are gone while its DLQ holds
 	// messages: only its DLQ and recent counters are read.
 	Dropped bool `json:"dropped,omitempty" jsonschema_description:"True for a queue that was dropped (by PGMQ's drop_queue, or by hand) while its DLQ still holds dead messages: only dlq, dlq_depth and last_hour are read, and settings are those it gets when created again. Its dead messages can be listed, and discarded or purged; to retry them, create the queue again"`
