@@ -2,6 +2,7 @@ package ops_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -205,6 +206,49 @@ func BenchmarkManyQueueReads(b *testing.B) {
 			res, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Since: "1h"}})
 			if err != nil || res.Total != 5 {
 				b.Fatalf("summary of %d dead messages, %v; want 5", res.Total, err)
+			}
+		}
+	})
+}
+
+// BenchmarkGroupScope measures the check that a group's key given with a
+// queue is one of that queue's DLQ, over 100 DLQs of 500 dead messages
+// each: in a retry's dry run by the group and its queue, which checks it
+// every time, and in a list by the group with another queue, refused. It
+// is read from the group counts, where every DLQ was summarized by the
+// group.
+func BenchmarkGroupScope(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	svc := newService(b, s, ops.Options{})
+	ctx := pgtest.Context(b)
+	var queues []string
+	for range 100 {
+		q := newQueue(b, s, nil)
+		if err := s.BulkLoadDead(ctx, q, 500, 20); err != nil {
+			b.Fatal(err)
+		}
+		queues = append(queues, q)
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	sum, err := svc.DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: queues[0]}})
+	if err != nil || len(sum.Groups) == 0 {
+		b.Fatalf("summary of %s: %+v, %v", queues[0], sum, err)
+	}
+	key := sum.Groups[0].Group
+	b.Run("retry_dry_run", func(b *testing.B) {
+		for b.Loop() {
+			res, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: queues[0], Group: key}, DryRun: true})
+			if err != nil || res.Retried == 0 {
+				b.Fatalf("dry run of the group's retry: %+v, %v", res, err)
+			}
+		}
+	})
+	b.Run("list_other_queue", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: queues[1], Group: key}, Limit: 10}); !errors.Is(err, ops.ErrInvalid) {
+				b.Fatalf("list of the group with another queue: %v; want it refused", err)
 			}
 		}
 	})

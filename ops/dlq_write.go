@@ -1228,16 +1228,18 @@ func (s *Service) oneGroup(ctx context.Context, f store.DeadFilter, given DeadFi
 // a group of that key. It refuses one given with a queue whose DLQ does
 // not hold that group while other DLQs do: the key was copied from a
 // summary of another queue, and the call would select nothing without
-// saying why. It reports a key no DLQ holds as gone.
+// saying why. It reports a key no DLQ holds as gone. It reads the DLQs
+// that hold the group from their group counts, in one statement
+// (Store.DeadGroupHolders), rather than summarizing every DLQ.
 func (s *Service) groupScope(ctx context.Context, f store.DeadFilter) (gone bool, err error) {
 	if f.Group == "" {
 		return false, nil
 	}
-	sum, err := s.store.SummarizeDeadWith(ctx, store.DeadFilter{Group: f.Group}, store.SummaryOptions{})
+	dlqs, err := s.store.DeadGroupHolders(ctx, f.Group)
 	if err != nil {
 		return false, explain(err, hint(OpDLQSummary, "shows the groups there are"))
 	}
-	if len(sum.Groups) == 0 {
+	if len(dlqs) == 0 {
 		return true, nil
 	}
 	if f.Queue == "" {
@@ -1247,16 +1249,9 @@ func (s *Service) groupScope(ctx context.Context, f store.DeadFilter) (gone bool
 	if !strings.HasSuffix(dlq, store.DLQSuffix) {
 		dlq = store.DLQName(dlq)
 	}
-	var dlqs []string
-	for _, g := range sum.Groups {
-		if g.DLQ == dlq {
-			return false, nil
-		}
-		if !slices.Contains(dlqs, g.DLQ) {
-			dlqs = append(dlqs, g.DLQ)
-		}
+	if slices.Contains(dlqs, dlq) {
+		return false, nil
 	}
-	slices.Sort(dlqs)
 	named := dlqs[:min(len(dlqs), ambiguousNamed)]
 	e := fieldf("group", "%s is a group of %s, not of %s: set queue to that of its DLQ, or leave queue out",
 		f.Group, strings.Join(named, ", "), dlq).naming("queue")

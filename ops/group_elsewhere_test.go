@@ -57,3 +57,40 @@ func TestGroupGivenWithAnotherQueue(t *testing.T) {
 		t.Fatalf("list of a group found nowhere: %+v, %v; want an empty page", page, err)
 	}
 }
+
+// Whether a group's key given with a queue is held by that queue's DLQ,
+// or by others, is read from the group counts: no other DLQ's table is
+// read, where every DLQ was summarized to learn it. The refusal and the
+// read by the right queue are as before.
+func TestGroupScopeReadsNoOtherDLQ(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	url := pgtest.NewDatabase(t)
+	owner := pgtest.OpenStore(t, url)
+	holder, other, third := newQueue(t, owner, nil), newQueue(t, owner, nil), newQueue(t, owner, nil)
+	ids := pgtest.DeadLetter(t, owner, holder, pgtest.DeadSpec{Kind: "charge", Class: "Timeout", Message: "gateway timed out"})
+	pgtest.DeadLetter(t, owner, other, pgtest.DeadSpec{Kind: "email", Class: "Bounce", Message: "mailbox full"})
+	pgtest.DeadLetter(t, owner, third, pgtest.DeadSpec{Kind: "sms", Class: "Refused", Message: "no route"})
+	sum, err := newService(t, owner, ops.Options{}).DLQSummary(ctx, ops.DLQSummaryRequest{Filter: ops.DeadFilter{Queue: holder}})
+	if err != nil || len(sum.Groups) != 1 {
+		t.Fatalf("summary of %s: %+v, %v", holder, sum, err)
+	}
+	key := sum.Groups[0].Group
+	s, reads := pgtest.CountingStore(t, url, `"q_`+third+`_dlq"`)
+	svc := newService(t, s, ops.Options{})
+	page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: holder, Group: key}, Limit: 10})
+	if err != nil || len(page.Items) != 1 || page.Items[0].MsgID != ids[0] {
+		t.Fatalf("list of the group with its own queue: %+v, %v; want its message", page, err)
+	}
+	_, err = svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: other, Group: key}, Limit: 10})
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "is a group of "+holder+"_dlq, not of "+other+"_dlq") {
+		t.Fatalf("list of the group with queue %s: %v; want it refused, naming %s", other, err, holder)
+	}
+	gone := "00000000-0000-0000-0000-000000000000"
+	if page, err := svc.DLQList(ctx, ops.DLQListRequest{Filter: ops.DeadFilter{Queue: other, Group: gone}, Limit: 10}); err != nil || len(page.Items) != 0 {
+		t.Fatalf("list of a group found nowhere: %+v, %v; want an empty page", page, err)
+	}
+	if n := reads.Load(); n != 0 {
+		t.Errorf("%d statements read the DLQ of %s, which holds none of the groups asked about; want none", n, third)
+	}
+}
