@@ -174,8 +174,8 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	v := s.viewer(false)
 	out := DLQSummary{Groups: make([]DeadGroup, len(sum.Groups)), TotalGroups: sum.TotalGroups, Truncated: sum.Truncated, Notes: []string{}, Next: []Hint{}}
 	for i, g := range sum.Groups {
-		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: shownKind(g.Kind), ErrorClass: g.ErrorClass, Group: g.Group,
-			ErrorPattern: v.text(g.ErrorPattern, s.opts.Bounds.ListErrorChars), ErrorMessage: v.text(g.ErrorMessage, s.opts.Bounds.ListErrorChars),
+		out.Groups[i] = DeadGroup{DLQ: g.DLQ, SourceQueue: g.SourceQueue, Kind: shownKind(g.Kind), ErrorClass: v.class(g.ErrorClass), Group: g.Group,
+			ErrorPattern: v.errorText(g.ErrorPattern, s.opts.Bounds.ListErrorChars), ErrorMessage: v.errorText(g.ErrorMessage, s.opts.Bounds.ListErrorChars),
 			Count: g.Count, FirstDeadAt: g.FirstDeadAt, LastDeadAt: g.LastDeadAt, Reasons: groupReasons(g.Reasons), SampleMsgIDs: g.SampleMsgIDs,
 			RetriesFromDLQ: g.RetriesFromDLQ, ByField: v.breakdown(req.ByField, g.ByField)}
 		out.Total += g.Count
@@ -417,8 +417,8 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 	out := DLQList{Items: make([]DeadItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
 		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
-			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: it.ErrorClass,
-			ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
+			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: v.class(it.ErrorClass),
+			ErrorMessage: v.errorText(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
 			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
 		count, routed := unrecordedCount(it)
 		out.Items[i].UnrecordedCount, out.Items[i].Unrecorded = count, unrecordedLabel(count, routed, it.Reason)

@@ -180,7 +180,7 @@ func (s *Service) discardedList(page store.DiscardedPage, byHandler bool) DLQDis
 	out := DLQDiscarded{Items: make([]DiscardedItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
 		out.Items[i] = DiscardedItem{DLQ: it.DLQ, Queue: it.Queue, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
-			ErrorClass: it.ErrorClass, ErrorMessage: v.text(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
+			ErrorClass: v.class(it.ErrorClass), ErrorMessage: v.errorText(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
 			DiscardedAt: it.ArchivedAt, Restorable: !it.RetryOriginal && !byHandler}
 		if byHandler {
 			out.Items[i].Reason = ReasonDiscardedByHandler

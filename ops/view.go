@@ -144,6 +144,10 @@ type viewer struct {
 	askable  bool
 	redacted int
 	cut      bool
+	// shown reads an error text stored fitted to the database's encoding
+	// in its own letters (store.Store.TextShown); nil where it is stored
+	// as written.
+	shown func(string) string
 }
 
 func (s *Service) viewer(asked bool) *viewer {
@@ -153,7 +157,7 @@ func (s *Service) viewer(asked bool) *viewer {
 // viewerWith is viewer with bounds b, tighter than the service's when a
 // result must fit the response bound.
 func (s *Service) viewerWith(asked bool, b Bounds) *viewer {
-	v := &viewer{bounds: b, showPay: s.opts.AllowPayloads && asked}
+	v := &viewer{bounds: b, showPay: s.opts.AllowPayloads && asked, shown: s.store.TextShown()}
 	switch {
 	case !s.opts.AllowPayloads:
 		v.hiddenWhy = "payload hidden: this server does not show payloads (an operator can allow them); secrets would stay redacted"
@@ -167,6 +171,21 @@ func (s *Service) viewerWith(asked bool, b Bounds) *viewer {
 // redactMargin is how far past its cut a text is redacted: far enough
 // that a secret across the cut is still recognised as one.
 const redactMargin = 256
+
+// errorText is text of an error message pgbus stored, read in its own
+// letters where the database's encoding lacks them (a LATIN1 database
+// stores Cyrillic as escapes, \u0442): the escapes keep groups apart,
+// and the reader gets the text. A payload's values are never stored so.
+func (v *viewer) errorText(s string, chars int) string { return v.text(v.class(s), chars) }
+
+// class is an error class pgbus stored, read in its own letters as
+// errorText reads a message: a filter by it fits it again as stored.
+func (v *viewer) class(s string) string {
+	if v.shown == nil {
+		return s
+	}
+	return v.shown(s)
+}
 
 // text redacts and bounds one error message. Only what can be shown is
 // redacted: a 4,000-character error cut to 300 costs 556.
@@ -252,7 +271,7 @@ func (v *viewer) block(b *store.DeadLetterBlock) *DeadLetter {
 	return &DeadLetter{
 		Version: b.Version, Reason: b.Reason, Source: b.Source, SourceQueue: b.SourceQueue, SourceMsgID: b.SourceMsgID,
 		SourceEnqueuedAt: b.SourceEnqueuedAt, Attempts: b.Attempts, MaxRetries: b.MaxRetries, DeadLetteredAt: b.DeadLetteredAt,
-		RetriesFromDLQ: b.RetriesFromDLQ, ErrorClass: b.ErrorClass, ErrorMessage: v.text(b.ErrorMessage, v.bounds.ErrorChars),
+		RetriesFromDLQ: b.RetriesFromDLQ, ErrorClass: v.class(b.ErrorClass), ErrorMessage: v.errorText(b.ErrorMessage, v.bounds.ErrorChars),
 		Backtrace: v.trace(b.Backtrace, v.bounds.BacktraceLines), ErrorAttempt: b.ErrorAttempt, ErrorRecordedAt: b.ErrorRecordedAt,
 		PreviousTripError: v.tripError(b.PreviousTripError),
 	}
@@ -264,7 +283,7 @@ func (v *viewer) tripError(e *store.BlockError) *TripError {
 	if e == nil {
 		return nil
 	}
-	return &TripError{ErrorClass: e.ErrorClass, ErrorMessage: v.text(e.ErrorMessage, v.bounds.ErrorChars),
+	return &TripError{ErrorClass: v.class(e.ErrorClass), ErrorMessage: v.errorText(e.ErrorMessage, v.bounds.ErrorChars),
 		ErrorAttempt: e.ErrorAttempt, ErrorRecordedAt: e.ErrorRecordedAt}
 }
 
@@ -314,7 +333,7 @@ func (v *viewer) history(h []store.FailureRecord, keep, traceLines int, full boo
 			msg = v.replacedPayload(msg)
 		}
 		out[i] = Failure{
-			Attempt: f.Attempt, Kind: shownKind(f.Kind), ErrorClass: f.ErrorClass, ErrorMessage: v.text(msg, v.bounds.ErrorChars),
+			Attempt: f.Attempt, Kind: shownKind(f.Kind), ErrorClass: v.class(f.ErrorClass), ErrorMessage: v.errorText(msg, v.bounds.ErrorChars),
 			Backtrace: v.trace(f.Backtrace, traceLines), Queue: f.Queue, MsgID: f.MsgID, FailedAt: f.FailedAt,
 		}
 		if r.n > 1 {

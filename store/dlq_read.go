@@ -157,6 +157,7 @@ type FieldRead struct {
 // history and the size of its payload, and of the payload what r asks
 // for. dlq may name the DLQ (orders_dlq) or its queue (orders).
 func (s *Store) ShowDeadRead(ctx context.Context, dlq string, msgID int64, r DeadRead) (DeadMessage, error) {
+	s.textFit(ctx) // learned, for TextShown
 	name, err := s.resolveDLQ(ctx, dlq)
 	if err != nil {
 		return DeadMessage{}, err

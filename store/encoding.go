@@ -93,3 +93,72 @@ func (s *Store) textFit(ctx context.Context) textFit {
 	s.encoding.Store(&enc)
 	return fitFor(enc)
 }
+
+// TextShown returns what reads a text pgbus stored fitted to the
+// database's encoding (textFit) as it was written, for a reader whose
+// output is UTF-8 (a Go string): each escape of a character the encoding
+// lacks (\u041e, \U0001f600) read back as that character. An escape
+// textFit would not write (\u0041 in LATIN1, whose A the encoding holds)
+// is left as it is: the text had it. It returns nil where texts are stored
+// as written (UTF8, SQL_ASCII), or while the encoding is not known yet:
+// the reads of dead messages, which compare texts as stored, learn it.
+// What groups texts (their keys, their patterns as compared) is left
+// as stored: only what is shown changes.
+func (s *Store) TextShown() func(string) string {
+	enc := s.encoding.Load()
+	if enc == nil || fitFor(*enc) == nil {
+		return nil
+	}
+	limit := rune(utf8.RuneSelf - 1)
+	if strings.EqualFold(*enc, "LATIN1") {
+		limit = 0xFF
+	}
+	return func(t string) string { return unfit(t, limit) }
+}
+
+// unfit reads back the escapes fitFor wrote of characters past limit.
+func unfit(t string, limit rune) string {
+	if !strings.Contains(t, `\u`) && !strings.Contains(t, `\U`) {
+		return t
+	}
+	var b strings.Builder
+	for i := 0; i < len(t); {
+		if t[i] == '\\' && i+1 < len(t) {
+			n := 0
+			switch t[i+1] {
+			case 'u':
+				n = 4
+			case 'U':
+				n = 8
+			}
+			if r, ok := escapedRune(t[i+2:], n); ok && r > limit && (n == 4) == (r <= 0xFFFF) {
+				b.WriteRune(r)
+				i += 2 + n
+				continue
+			}
+		}
+		b.WriteByte(t[i])
+		i++
+	}
+	return b.String()
+}
+
+// escapedRune reads the n lower-case hex digits fitFor writes at the
+// start of s as a character that UTF-8 can hold.
+func escapedRune(s string, n int) (rune, bool) {
+	if n == 0 || len(s) < n {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[:n]) {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, utf8.ValidRune(r)
+}

@@ -493,6 +493,7 @@ func (s *Store) liveLevels(ctx context.Context, name string) ([]liveLevel, error
 // the levels in turn while it fills, each for at most the rows the page
 // still lacks and one more, which tells whether a next page has any.
 func (s *Store) ListLive(ctx context.Context, f LiveFilter, cursor string, limit int) (LivePage, error) {
+	s.textFit(ctx) // learned, for TextShown
 	if err := ValidatePhysicalName(f.Queue); err != nil {
 		return LivePage{}, err
 	}
