@@ -59,8 +59,9 @@ type Health struct {
 	// before asking.
 	Payloads PayloadPolicy `json:"payload_policy" jsonschema_description:"What this server shows of message payloads."`
 	// Next is the one call that explains every new dead letter at once,
-	// when several queues have them.
-	Next []Hint `json:"next,omitempty" jsonschema_description:"When several queues have new dead letters: the one summary that groups all of them by cause."`
+	// when several queues have them; and, when the response bound left
+	// reasons out, the health check of each of the first codes left out.
+	Next []Hint `json:"next,omitempty" jsonschema_description:"When several queues have new dead letters: the one summary that groups all of them by cause. When reasons were left out: the health check by code that lists them, page by page."`
 	// Omitted counts the reasons left out: past the response bound
 	// (Health), or past an overview's MaxReasons. Status and the totals
 	// count them.
@@ -198,8 +199,12 @@ func (s *Service) health(ctx context.Context, req HealthRequest) (_ Health, err 
 		return s.healthPage(h, req, after), nil
 	}
 	rest := h
-	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 300)}
-	kept := reasonsInTurns(h.Reasons)
+	rest.Reasons, rest.Notes = nil, []string{strings.Repeat("x", 350)}
+	for range maxCutCodeHints {
+		rest.Next = append(rest.Next, cutCodeHint(strings.Repeat("x", 40), 1000))
+	}
+	in := reasonsInTurns(h.Reasons)
+	kept := slices.Clone(in)
 	if n := fitList(s.opts.Bounds, &kept, rest); n > 0 {
 		left := map[string]int{}
 		for _, r := range h.Reasons {
@@ -214,14 +219,35 @@ func (s *Service) health(ctx context.Context, req HealthRequest) (_ Health, err 
 				parts = append(parts, fmt.Sprintf("%s %d", code, left[code]))
 			}
 		}
+		// The codes left out, as the list ranks them (STALLED first): the
+		// health check of each lists its reasons page by page.
+		var codes []string
+		for _, r := range in[len(kept):] {
+			if !slices.Contains(codes, r.Code) && len(codes) < maxCutCodeHints {
+				codes = append(codes, r.Code)
+				h.Next = append(h.Next, cutCodeHint(r.Code, left[r.Code]))
+			}
+		}
 		// Listed in the order of the verdict, the kinds mixed again.
 		h.Reasons = slices.DeleteFunc(h.Reasons, func(r HealthReason) bool { return !slices.ContainsFunc(kept, r.same) })
 		h.Omitted = n
 		h.Notes, h.Asks = nil, nil
-		askOp(&h.Notes, &h.Asks, AskAll, OpHealth, fmt.Sprintf("%d of the %d reasons %s listed (STALLED ones first, each kind of reason in turn; left out: %s) so that the response stays under %d characters",
-			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), strings.Join(parts, ", "), ResponseBudget))
+		askOp(&h.Notes, &h.Asks, AskAll, OpHealth, fmt.Sprintf("%d of the %d reasons %s listed (STALLED ones first, each kind of reason in turn; left out: %s) so that the response stays under %d characters; "+
+			"the health check by its code lists each kind's reasons page by page (the next steps name it for %s)",
+			len(h.Reasons), len(h.Reasons)+n, plural.Of(len(h.Reasons), "is", "are"), strings.Join(parts, ", "), ResponseBudget, strings.Join(codes, ", ")))
 	}
 	return h, nil
+}
+
+// maxCutCodeHints bounds the health checks by code that a verdict cut by
+// the response bound names as its next steps: those of the first codes
+// it left out, as the list ranks them; its note counts every code.
+const maxCutCodeHints = 3
+
+// cutCodeHint is the health check of code, which lists the n reasons of
+// it a verdict left out, page by page.
+func cutCodeHint(code string, n int) Hint {
+	return hint(OpHealth, fmt.Sprintf("lists the %d %s %s left out, page by page, each page giving the cursor of the next", n, code, plural.Of(n, "reason", "reasons")), "code", code)
 }
 
 // healthPage is h listing only the reasons of req.Code, in the order of

@@ -425,6 +425,9 @@ func TestHealthOfManyStalledQueuesStaysUnderBudget(t *testing.T) {
 		!regexp.MustCompile(`left out: (\w+ \d+, )*queue_paused 3\b`).MatchString(h.Notes[0]) {
 		t.Errorf("note %q does not say which reasons it left out, and where to see them all", h.Notes[0])
 	}
+	if !slices.ContainsFunc(h.Next, func(n ops.Hint) bool { return n.Op == "pgbus_health" && n.Args["code"] == "queue_paused" }) {
+		t.Errorf("next %+v does not name pgbus_health with the code left out, queue_paused", h.Next)
+	}
 	for _, r := range h.Reasons {
 		if r.Status != ops.HealthStalled {
 			t.Fatalf("listed %s %s (%s) while STALLED reasons were left out", r.Status, r.Code, r.Queue)
