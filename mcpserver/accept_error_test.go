@@ -4,29 +4,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/mcpserver"
 )
-
-// outOfFilesListener fails its first accepts as a process with no file
-// descriptor left does (EMFILE), then accepts.
-type outOfFilesListener struct {
-	net.Listener
-	left atomic.Int32
-}
-
-func (l *outOfFilesListener) Accept() (net.Conn, error) {
-	if l.left.Add(-1) >= 0 {
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", syscall.EMFILE)}
-	}
-	return l.Listener.Accept()
-}
 
 // The HTTP transports' accepts (and the dashboard's beside them) that
 // fail for want of a file descriptor are told in the process's structured
@@ -38,8 +21,7 @@ func TestHTTPAcceptErrorsAreToldOnceWithAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failing := &outOfFilesListener{Listener: ln}
-	failing.left.Store(6)
+	failing := pgtest.OutOfFilesListener(ln, 6)
 	var logs pgtest.SyncBuffer
 	base, stop := startHTTPWith(t, deps(t, pgtest.Store(t)), mcpserver.Options{},
 		mcpserver.HTTPConfig{Transport: mcpserver.TransportHTTP, Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, failing)

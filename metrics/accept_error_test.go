@@ -5,29 +5,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
-	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/metrics"
 )
-
-// outOfFilesListener fails its first accepts as a process with no file
-// descriptor left does (EMFILE), then accepts.
-type outOfFilesListener struct {
-	net.Listener
-	left atomic.Int32
-}
-
-func (l *outOfFilesListener) Accept() (net.Conn, error) {
-	if l.left.Add(-1) >= 0 {
-		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", syscall.EMFILE)}
-	}
-	return l.Listener.Accept()
-}
 
 // The metrics server's accepts that fail for want of a file descriptor
 // are told in the process's structured log, once and with the limit to
@@ -38,8 +21,7 @@ func TestMetricsAcceptErrorsAreToldOnceWithAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failing := &outOfFilesListener{Listener: ln}
-	failing.left.Store(6)
+	failing := pgtest.OutOfFilesListener(ln, 6)
 	var logs pgtest.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -42,4 +43,25 @@ func OutOfFilesStore(tb testing.TB) (st *store.Store, runOut func()) {
 	st = store.New(pool)
 	tb.Cleanup(st.Close)
 	return st, func() { close(out); pool.Reset() }
+}
+
+// OutOfFilesListener returns ln failing its first failures accepts as a
+// process with no file descriptor left fails them (EMFILE), then
+// accepting.
+func OutOfFilesListener(ln net.Listener, failures int32) net.Listener {
+	l := &outOfFilesListener{Listener: ln}
+	l.left.Store(failures)
+	return l
+}
+
+type outOfFilesListener struct {
+	net.Listener
+	left atomic.Int32
+}
+
+func (l *outOfFilesListener) Accept() (net.Conn, error) {
+	if l.left.Add(-1) >= 0 {
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
 }
