@@ -1,10 +1,12 @@
 package ops
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"time"
 
 	"github.com/pgbus/pgbus/engine"
@@ -12,7 +14,8 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-// Bounds of SendMany: what one call may hold, in memory at once.
+// Bounds of SendMany: what one call may send, and what it holds of it
+// at once.
 const (
 	// MaxSendManyPayloads is the most payloads one SendMany sends.
 	MaxSendManyPayloads = 100_000
@@ -32,12 +35,34 @@ const (
 	SendManyBatchBytes = 16 << 20
 )
 
+// PayloadSource is where SendMany reads its payloads from when they are
+// more than it should hold in memory at once: a file, or other input that
+// can be read again from its start. SendMany reads it twice: all of it
+// first, to check every payload before it sends any, then again to send
+// them, a batch at a time, holding about a batch of payloads, not the
+// input. The second read must give the same payloads as the first: one
+// that differs stops the call before the batch that would hold it.
+type PayloadSource interface {
+	// Each calls yield with each payload, in order, and the line of the
+	// input (from 1) it came from, or 0 for input without lines; it stops
+	// at yield's first error and returns it. The payload's bytes are
+	// yield's only until it returns: Each may reuse them for the next.
+	// Any other error of Each is one of reading the input, which stops
+	// the call as it is.
+	Each(yield func(payload json.RawMessage, line int) error) error
+}
+
 // SendManyRequest is many payloads to send to one queue with the same
 // options, in order. It has no idempotency key: one key for every payload
 // would send only the first.
 type SendManyRequest struct {
-	Queue    string
+	Queue string
+	// Payloads are the payloads to send, held in memory; or give Source.
 	Payloads []json.RawMessage
+	// Source, instead of Payloads, is where the payloads are read from,
+	// twice (see PayloadSource): a call holds about a batch of them at
+	// once, however many it sends.
+	Source PayloadSource
 	// Kind chooses the handler (the pgbus_kind header) of every message.
 	Kind string
 	// Delay postpones the first delivery of every message.
@@ -58,9 +83,10 @@ type SendManyRequest struct {
 	// several batches and did not finish names it in the next step that
 	// sends the rest.
 	Input string
-	// Lines, when set, are the line of Input each payload came from (from
-	// 1), one a payload: the audit log counts what was sent by them, and
-	// names the line to go on from.
+	// Lines, when set with Payloads, are the line of Input each payload
+	// came from (from 1), one a payload: the audit log counts what was
+	// sent by them, and names the line to go on from. A Source gives the
+	// line of each payload itself.
 	Lines []int
 	// Progress, when set, is called after each batch commits, with the
 	// ids it sent and how many payloads, the first ones, are sent so far:
@@ -125,33 +151,135 @@ func (e *PartlySent) Stopped() string {
 }
 
 // Check checks the request without the database: every payload, before
-// any is sent; an error about one names its index (from 0).
+// any is sent, read from its Source when it has one; an error about one
+// names its index (from 0).
 func (r SendManyRequest) Check() error {
+	_, err := r.check()
+	return err
+}
+
+// manyInput is what the check of a SendManyRequest read of its payloads:
+// how many, how many bytes, the line of each when its input has lines,
+// and, for a Source, each payload's hash, against which the read that
+// sends them is compared.
+type manyInput struct {
+	count, bytes int
+	// batches is how many transactions the payloads take (batchEnds).
+	batches int
+	lines   []int
+	sums    []uint64
+	seed    maphash.Seed
+}
+
+// check is Check, returning what it read of the payloads.
+func (r SendManyRequest) check() (in manyInput, err error) {
 	// The options once, with a payload that passes, so that an error in
 	// them is not taken for one of the first payload.
 	if err := r.one(json.RawMessage("null")).Check(); err != nil {
-		return err
+		return in, err
 	}
 	switch {
-	case len(r.Payloads) == 0:
-		return invalidf("there are no payloads to send: give at least one")
-	case len(r.Payloads) > MaxSendManyPayloads:
-		return invalidf("%s payloads are more than the %s one call sends; send them in parts", thousands(int64(len(r.Payloads))), thousands(MaxSendManyPayloads))
+	case r.Source != nil && r.Payloads != nil:
+		return in, invalidf("the payloads are given twice, held and as a source to read: give one")
+	case r.Source != nil && r.Lines != nil:
+		return in, invalidf("lines are given for payloads read from a source, which gives the line of each itself: give none")
+	case r.Source == nil && len(r.Payloads) > MaxSendManyPayloads:
+		return in, invalidf("%s payloads are more than the %s one call sends; send them in parts", thousands(int64(len(r.Payloads))), thousands(MaxSendManyPayloads))
 	case r.Lines != nil && len(r.Lines) != len(r.Payloads):
-		return invalidf("%s lines are given for %s payloads: give one line a payload, or none", thousands(int64(len(r.Lines))), thousands(int64(len(r.Payloads))))
+		return in, invalidf("%s lines are given for %s payloads: give one line a payload, or none", thousands(int64(len(r.Lines))), thousands(int64(len(r.Payloads))))
 	}
-	total := 0
-	for i, p := range r.Payloads {
-		total += len(p)
-		if total > MaxSendManyBytes {
-			return invalidf("the payloads come to more than %d bytes by payload %d, the most one call sends; send them in parts", MaxSendManyBytes, i)
+	if r.Source != nil {
+		in.seed = maphash.MakeSeed()
+	} else {
+		in.lines = r.Lines
+	}
+	var b batcher
+	err = r.each(func(p json.RawMessage, line int) error {
+		i := in.count
+		if i == MaxSendManyPayloads {
+			return payloadError(invalidf("it is one more than the %s payloads one call sends; send them in parts", thousands(MaxSendManyPayloads)), i)
+		}
+		if in.bytes+len(p) > MaxSendManyBytes {
+			return payloadError(invalidf("the payloads come to more than %d bytes with this one, the most one call sends; send them in parts", MaxSendManyBytes), i)
 		}
 		if err := r.one(p).Check(); err != nil {
 			return payloadError(err, i)
 		}
+		in.count++
+		in.bytes += len(p)
+		if b.full(len(p)) {
+			in.batches++
+			b = batcher{}
+		}
+		b.add(len(p))
+		if r.Source != nil {
+			in.sums = append(in.sums, maphash.Bytes(in.seed, p))
+			if line > 0 {
+				in.lines = append(in.lines, line)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return in, err
+	}
+	if in.count == 0 {
+		return in, invalidf("there are no payloads to send: give at least one")
+	}
+	if len(in.lines) != in.count {
+		in.lines = nil // lines for some payloads only: named by index
+	}
+	in.batches++
+	return in, nil
+}
+
+// each calls yield with each payload of the request and its line, from
+// Payloads or read from Source; it returns yield's first error as it was,
+// or the Source's own error, of reading, wrapped in a sourceError.
+func (r SendManyRequest) each(yield func(p json.RawMessage, line int) error) error {
+	if r.Source == nil {
+		for i, p := range r.Payloads {
+			line := 0
+			if i < len(r.Lines) {
+				line = r.Lines[i]
+			}
+			if err := yield(p, line); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var stop error
+	err := r.Source.Each(func(p json.RawMessage, line int) error {
+		stop = yield(p, line)
+		return stop
+	})
+	switch {
+	case stop != nil:
+		return stop
+	case err != nil:
+		return sourceError{err}
 	}
 	return nil
 }
+
+// sourceError is an error of reading a SendMany's Source, as the source
+// said it.
+type sourceError struct{ err error }
+
+func (e sourceError) Error() string { return e.err.Error() }
+func (e sourceError) Unwrap() error { return e.err }
+
+// batcher counts the batch SendMany fills: at most SendManyBatch payloads
+// and SendManyBatchBytes bytes, but at least one payload.
+type batcher struct{ n, bytes int }
+
+// full reports whether the batch is full before a payload of size bytes.
+func (b batcher) full(size int) bool {
+	return b.n > 0 && (b.n == SendManyBatch || b.bytes+size > SendManyBatchBytes)
+}
+
+func (b *batcher) add(size int) { b.n, b.bytes = b.n+1, b.bytes+size }
 
 // one is the SendRequest of one payload of the request.
 func (r SendManyRequest) one(p json.RawMessage) SendRequest {
@@ -192,21 +320,24 @@ func payloadError(err error, i int) error { return &payloadErr{index: i, err: er
 // SendMany sends payloads to one queue, each a message with the same
 // options, in order, in batches of SendManyBatch, or fewer when they pass
 // SendManyBatchBytes, each all or none. Every
-// payload is checked before anything is sent. It is one entry in the
+// payload is checked before anything is sent; payloads read from a Source
+// are read again to be sent, a batch at a time. It is one entry in the
 // audit log, counting what was sent. One of more than one batch records
 // its start there too, before its first batch, and how far it went in
 // each batch's transaction, so that a process killed partway leaves it
-// unfinished with what it sent (and, with the request's Lines, the line to
-// go on from). A failure after some batches were sent is a *PartlySent,
-// returned with the ids of those sent.
+// unfinished with what it sent (and, with lines, the line to go on from).
+// A failure after some batches were sent is a *PartlySent, returned with
+// the ids of those sent.
 func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMany, err error) {
+	var in manyInput
+	check := func() error {
+		var err error
+		in, err = req.check()
+		return err
+	}
 	args := func() any {
-		bytes := 0
-		for _, p := range req.Payloads {
-			bytes += len(p)
-		}
 		args := sendAuditArgs(req.Queue, req.Kind, req.Delay, req.Deadline, req.Headers, req.Priority)
-		args["messages"], args["payload_bytes"] = len(req.Payloads), bytes
+		args["messages"], args["payload_bytes"] = in.count, in.bytes
 		if req.Input != "" && store.CheckText(req.Input) == "" {
 			args[sendInputArg] = req.Input
 		}
@@ -214,18 +345,18 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 	}
 	ctx, end, err := s.enter(ctx, "SendMany", writesInSteps)
 	if err != nil {
-		return out, s.refusedByGate(ctx, OpSend, false, req.Check, args, err)
+		return out, s.refusedByGate(ctx, OpSend, false, check, args, err)
 	}
 	defer end()
 	// A send has no limit: the batches are SendManyBatch payloads or fewer.
 	ctx = withFewer(ctx, "send fewer payloads in one call (its input in smaller parts, each sent on its own)")
 	ctx, auditDone := withAuditStart(ctx)
 	defer auditDone()
-	defer func() { s.record(ctx, OpSend, args(), req.progress(len(out.MsgIDs)), err) }()
+	defer func() { s.record(ctx, OpSend, args(), in.progress(len(out.MsgIDs)), err) }()
 	if err := s.checkWrite(OpSend); err != nil {
 		return out, err
 	}
-	if err := req.Check(); err != nil {
+	if err := check(); err != nil {
 		return out, err
 	}
 	req.Deadline, req.DeadlineIn = s.deadlineOf(req.Deadline, req.DeadlineIn), 0
@@ -237,20 +368,26 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 		return out, err
 	}
 	opts := engine.SendOptions{Kind: req.Kind, Delay: req.Delay, Deadline: req.Deadline, Headers: req.Headers, Priority: req.Priority}
-	out = SentMany{Queue: req.Queue, MsgIDs: make([]int64, 0, len(req.Payloads)), Priority: req.Priority}
+	out = SentMany{Queue: req.Queue, MsgIDs: make([]int64, 0, in.count), Priority: req.Priority}
 	var noted json.RawMessage
-	ends := batchEnds(req.Payloads)
-	if len(ends) > 1 {
+	if in.batches > 1 {
 		// Several transactions: a process killed between two leaves what
 		// it sent, which its entry says.
 		a := args()
 		noted = auditJSON(a)
 		s.startAudit(ctx, OpSend, a)
 	}
-	start := 0
-	for _, end := range ends {
-		part := req.Payloads[start:end]
-		ids, err := s.sendBatch(ctx, req.Queue, part, opts, noted, req.progress(start+len(part)))
+	// stopped is the error of a call stopped after the first start
+	// payloads were sent, unsure whether the next unsure were too.
+	stopped := func(err error, start, unsure int) error {
+		if start > 0 || unsure > 0 {
+			err = &PartlySent{Sent: start, Unsure: unsure, Total: in.count, Err: err}
+		}
+		return err
+	}
+	// send sends part, the batch of the payloads from start on.
+	send := func(part []json.RawMessage, start int) error {
+		ids, err := s.sendBatch(ctx, req.Queue, part, opts, noted, in.progress(start+len(part)))
 		if bm, ok := errors.AsType[*engine.BatchMessageError](err); ok {
 			// The engine counts from the batch's start; the caller, from
 			// the request's. A priority the queue has no levels for, or
@@ -269,41 +406,72 @@ func (s *Service) SendMany(ctx context.Context, req SendManyRequest) (out SentMa
 			if _, gaveUp := givenUp(ctx, err); errors.Is(err, store.ErrCommitUnknown) || (gaveUp || store.IsUnreachable(err)) && !store.NeverSent(err) {
 				unsure = len(part)
 			}
-			if start > 0 || unsure > 0 {
-				err = &PartlySent{Sent: start, Unsure: unsure, Total: len(req.Payloads), Err: err}
-			}
+			err = stopped(err, start, unsure)
 			// Explained once it says what was sent: the words of a call
 			// that sent nothing ("try the call again") would contradict it.
 			s.explainWrite(ctx, &err, writesOnce, queueNow(req.Queue))
-			return out, err
+			return err
 		}
 		out.MsgIDs = append(out.MsgIDs, ids...)
 		if req.Progress != nil {
 			req.Progress(ids, len(out.MsgIDs))
 		}
-		start = end
+		return nil
+	}
+	// The payloads again, a batch at a time: the batch is sent before the
+	// payload that does not fit in it is kept. A payload of a Source is
+	// copied, its bytes the source's to reuse, and compared with what was
+	// checked.
+	var (
+		batch []json.RawMessage
+		b     batcher
+		start int
+		next  int
+		sent  error // a batch's error, already worded
+	)
+	flush := func() error {
+		if err := send(batch, start); err != nil {
+			sent = err
+			return err
+		}
+		start += len(batch)
+		clear(batch) // the sent payloads are not kept
+		batch, b = batch[:0], batcher{}
+		return nil
+	}
+	err = req.each(func(p json.RawMessage, _ int) error {
+		i := next
+		if req.Source != nil {
+			if i >= in.count || maphash.Bytes(in.seed, p) != in.sums[i] {
+				return payloadError(invalidf("it changed since it was checked, as did its input, which must stay as it is until the call ends: check the input, then send what was not sent"), i)
+			}
+			p = bytes.Clone(p)
+		}
+		if b.full(len(p)) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, p)
+		b.add(len(p))
+		next++
+		return nil
+	})
+	switch {
+	case sent != nil:
+		return out, sent
+	case err == nil && next < in.count:
+		err = invalidf("the input ended after %s of the %s payloads checked: it changed since it was checked, and must stay as it is until the call ends; check it, then send what was not sent", thousands(int64(next)), thousands(int64(in.count)))
+	}
+	if err != nil {
+		return out, stopped(err, start, 0)
+	}
+	if len(batch) > 0 {
+		if err := flush(); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
-}
-
-// batchEnds splits payloads into the batches SendMany sends, each in a
-// transaction of its own: at most SendManyBatch payloads and
-// SendManyBatchBytes bytes, but at least one payload. It returns where
-// each batch ends, in order.
-func batchEnds(payloads []json.RawMessage) []int {
-	var ends []int
-	n, bytes := 0, 0
-	for i, p := range payloads {
-		if n > 0 && (n == SendManyBatch || bytes+len(p) > SendManyBatchBytes) {
-			ends = append(ends, i)
-			n, bytes = 0, 0
-		}
-		n, bytes = n+1, bytes+len(p)
-	}
-	if n > 0 {
-		ends = append(ends, len(payloads))
-	}
-	return ends
 }
 
 // sendInputArg is the audit argument, and the argument of the next step
@@ -311,12 +479,12 @@ func batchEnds(payloads []json.RawMessage) []int {
 const sendInputArg = "ndjson"
 
 // progress is what the audit log records of a SendMany that sent its
-// first sent payloads: how many of how many, and with the request's Lines
-// the line to go on from while some are left.
-func (r SendManyRequest) progress(sent int) map[string]any {
-	p := map[string]any{"sent": sent, "total": len(r.Payloads)}
-	if len(r.Lines) == len(r.Payloads) && sent < len(r.Lines) {
-		p["next_line"] = r.Lines[sent]
+// first sent payloads: how many of how many, and with lines the line to
+// go on from while some are left.
+func (in manyInput) progress(sent int) map[string]any {
+	p := map[string]any{"sent": sent, "total": in.count}
+	if len(in.lines) == in.count && sent < len(in.lines) {
+		p["next_line"] = in.lines[sent]
 	}
 	return p
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -245,74 +244,6 @@ func changed(fs *pflag.FlagSet, names ...string) bool {
 		}
 	}
 	return false
-}
-
-// ndjsonInput is the payloads of --ndjson, one a line, with the number
-// (from 1) of the line each came from, to name lines in errors.
-type ndjsonInput struct {
-	from     string
-	payloads []json.RawMessage
-	lines    []int
-}
-
-// readNDJSON reads newline-delimited JSON, one payload a line, from the
-// file path or from stdin for "-", starting at line fromLine (from 1).
-// Blank lines are skipped. Every line is read and checked as JSON before
-// any is sent, within the bounds of one send (ops.MaxSendManyPayloads
-// lines, ops.MaxPayloadBytes a line, ops.MaxSendManyBytes in all), so
-// that a bad line refuses the whole input with nothing sent.
-func readNDJSON(path string, stdin io.Reader, fromLine int) (*ndjsonInput, error) {
-	in := &ndjsonInput{from: "stdin"}
-	r := stdin
-	if path != "-" {
-		f, err := openInput("--ndjson file", path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r, in.from = f, "file "+path
-	}
-	sc := bufio.NewScanner(r)
-	// A line may hold the largest payload, and its line end.
-	sc.Buffer(make([]byte, 0, 64<<10), ops.MaxPayloadBytes+2)
-	line, total := 0, 0
-	for sc.Scan() {
-		line++
-		// A file of lines joined from files (cat a.ndjson b.ndjson) has
-		// each file's byte order mark at the start of a line.
-		data := jsonText(sc.Bytes())
-		if line < fromLine || len(data) == 0 {
-			continue
-		}
-		if len(data) > ops.MaxPayloadBytes {
-			return nil, usageError{fmt.Errorf("line %d of %s is %d bytes, more than the %d a message may carry; store large data elsewhere and send a reference; nothing was sent", line, in.from, len(data), ops.MaxPayloadBytes)}
-		}
-		if len(in.payloads) == ops.MaxSendManyPayloads {
-			return nil, usageError{fmt.Errorf("%s holds more than %d lines to send, the most one command sends; nothing was sent: split it into parts of fewer lines (split -l %d) and send each", in.from, ops.MaxSendManyPayloads, ops.MaxSendManyPayloads)}
-		}
-		if total += len(data); total > ops.MaxSendManyBytes {
-			return nil, usageError{fmt.Errorf("%s holds more than %d bytes of payloads by line %d, the most one command sends; nothing was sent: split it into parts of fewer lines (split -l) and send each", in.from, ops.MaxSendManyBytes, line)}
-		}
-		if jerr := ops.JSONError(data); jerr != nil {
-			return nil, usageError{fmt.Errorf("line %d of %s is not valid JSON: %v; nothing was sent: give one JSON value a line", line, in.from, jerr)}
-		}
-		in.payloads = append(in.payloads, json.RawMessage(bytes.Clone(data)))
-		in.lines = append(in.lines, line)
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, usageError{fmt.Errorf("line %d of %s is longer than %d bytes, the most a message may carry; store large data elsewhere and send a reference; nothing was sent", line+1, in.from, ops.MaxPayloadBytes)}
-		}
-		return nil, fmt.Errorf("read %s: %w; nothing was sent", in.from, err)
-	}
-	if len(in.payloads) == 0 {
-		at := ""
-		if fromLine > 1 {
-			at = fmt.Sprintf(" from line %d on", fromLine)
-		}
-		return nil, usageError{fmt.Errorf("%s holds no payloads%s (%d lines read, none with JSON): nothing was sent; give one JSON value a line", in.from, at, line)}
-	}
-	return in, nil
 }
 
 // optionalName is the name args give a command that takes one or none

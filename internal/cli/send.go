@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +48,11 @@ send only the first). Blank lines are skipped. Every line is read and
 checked before anything is sent: a line that is not JSON, or is larger
 than a message may carry (8 MiB), refuses the whole input, naming its
 line. At most 100,000 lines and 256 MiB of payloads go in one command.
+The input is then read again to send it, one transaction's lines at a
+time, which is what the command holds in memory: stdin, or a pipe, is
+copied as it is checked to a temporary file (in TMPDIR), removed at the
+end; a file that changes before it is sent stops the command at the
+first changed line, the lines before it sent.
 They are sent in order, in transactions of 1,000 lines, and their ids are
 printed one a line as each transaction commits (with --json, {"queue": ...,
 "msg_ids": [...]} at the end); after each but the last, stderr says which
@@ -130,8 +137,13 @@ step.`,
 	return jsonFlag(cmd, ops.OpSend)
 }
 
-// sendNDJSON is send --ndjson: every line read and checked, then sent in
-// order through the operations layer, the ids printed as they were given.
+// sendGCPercent is the garbage collector's target of send --ndjson when
+// GOGC is not set: Go's default.
+const sendGCPercent = 100
+
+// sendNDJSON is send --ndjson: every line read and checked, then read
+// again and sent in order through the operations layer, the ids printed
+// as they were given.
 func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string, ndjson string, fromLine int, file, idemKey string,
 	req ops.SendManyRequest, deadline string, headers []string) error {
 	switch {
@@ -153,19 +165,29 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 	if req.Headers, err = parseHeaders(headers); err != nil {
 		return err
 	}
-	in, err := readNDJSON(ndjson, a.stdin, fromLine)
+	in, err := openNDJSON(ndjson, a.stdin, fromLine)
 	if err != nil {
 		return err
 	}
-	req.Payloads, req.Lines, req.Input = in.payloads, in.lines, ndjson
+	defer in.Close()
+	if _, set := os.LookupEnv("GOGC"); !set {
+		// The binary's collector target suits a worker's small heap; a
+		// send of large lines holds a batch of up to 16 MiB several times
+		// over as it sends it, and at that target the heap would grow to
+		// five times that before a collection.
+		defer debug.SetGCPercent(debug.SetGCPercent(sendGCPercent))
+	}
+	req.Source, req.Input = in, ndjson
 	if ndjson != "-" {
 		// The audit log names the file to go on from wherever it is read.
 		if abs, aerr := filepath.Abs(ndjson); aerr == nil {
 			req.Input = abs
 		}
 	}
+	// Every line checked before the database is opened: nothing is sent
+	// of an input with a bad line.
 	if err := check(cmd, req); err != nil {
-		return in.lineError(err, queue, a.carried)
+		return in.checkError(err)
 	}
 	ctx, s, err := a.open(cmd.Context())
 	if err != nil {
@@ -205,6 +227,27 @@ func (a *app) sendNDJSON(cmd *cobra.Command, queue string, payloadArgs []string,
 		return in.lineError(err, queue, a.carried)
 	}
 	return werr
+}
+
+// checkError words an error of the check of every line, before anything
+// was sent: the line it is about, or the input read to its end without a
+// payload; an error of the options, checked before any line is read, is
+// as it was.
+func (in *ndjsonInput) checkError(err error) error {
+	switch {
+	case !in.started:
+		return err
+	case in.read && len(in.lines) == 0:
+		at := ""
+		if in.fromLine > 1 {
+			at = fmt.Sprintf(" from line %d on", in.fromLine)
+		}
+		return usageError{fmt.Errorf("%s holds no payloads%s (%d lines read, none with JSON): nothing was sent; give one JSON value a line", in.from, at, in.count)}
+	}
+	if ops.PayloadIndex(err) >= 0 {
+		return in.lineError(err, "", nil)
+	}
+	return reworded{fmt.Sprintf("%v; nothing was sent", err), err}
 }
 
 // printOn prints text on stdout for a write that goes on whether or not

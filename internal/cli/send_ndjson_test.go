@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -98,7 +99,7 @@ func TestSendNDJSONRefusesBadInputBeforeSending(t *testing.T) {
 	lines := ndjsonLines(2500)
 	lines[1233] = `{"order_id": 1233,}`
 	msg := d.fails(t, 2, "send", "orders", "--ndjson", writeLines(t, lines))
-	if !strings.Contains(msg, "line 1234 of file") || !strings.Contains(msg, "not valid JSON") || !strings.Contains(msg, "nothing was sent") {
+	if !strings.Contains(msg, "line 1234 of file") || !strings.Contains(msg, "must be JSON") || !strings.Contains(msg, "nothing was sent") {
 		t.Errorf("a line that is not JSON: %q; want it named as line 1234", msg)
 	}
 	lines[1233] = strings.Repeat(" ", 3) // blank lines are skipped, not counted as payloads
@@ -262,5 +263,65 @@ func TestSendReadsFilesWithAByteOrderMark(t *testing.T) {
 	msg := d.fails(t, 2, "send", "orders", "@"+write("cut.json", bom+`{"order_id": `))
 	if !strings.Contains(msg, "payload from file") || !strings.Contains(msg, "it must hold one JSON value") || strings.Contains(msg, "shell") {
 		t.Fatalf("a file that is no JSON: %q", msg)
+	}
+}
+
+// A bad last line refuses the whole input, from a file, from stdin or
+// from a pipe named as the file, naming the line, with nothing sent: the
+// input is checked to its end before the first line is sent, and read
+// again to send. stdin's copy, which it is read again from, is not left
+// behind; a pipe is read once, as stdin is.
+func TestSendNDJSONBadLastLineSendsNothing(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.ok(t, "queue", "create", "orders")
+	before := d.snapshot(t)
+	tmp := t.TempDir()
+	env := append(slices.Clone(d.env), "TMPDIR="+tmp)
+	left := func(when string) {
+		t.Helper()
+		if names, err := os.ReadDir(tmp); err != nil || len(names) > 0 {
+			t.Fatalf("%s: TMPDIR holds %v (%v); want nothing left", when, names, err)
+		}
+	}
+
+	lines := ndjsonLines(2500)
+	lines[2499] = `{"order_id": 2499`
+	msg := d.fails(t, 2, "send", "orders", "--ndjson", writeLines(t, lines))
+	if !strings.Contains(msg, "line 2500 of file") || !strings.Contains(msg, "nothing was sent") {
+		t.Errorf("a bad last line of a file: %q; want it named as line 2500, nothing sent", msg)
+	}
+	r := runBinary(t, quickBinary, env, strings.Join(lines, "\n"), "send", "orders", "--ndjson", "-")
+	if r.code != 2 || !strings.Contains(r.stderr, "line 2500 of stdin") || !strings.Contains(r.stderr, "nothing was sent") {
+		t.Errorf("a bad last line of stdin: exit %d, %q; want exit 2 naming line 2500, nothing sent", r.code, r.stderr)
+	}
+	left("refused stdin")
+	if after := d.snapshot(t); after != before {
+		t.Fatalf("refused input changed the database: %s, then %s", before, after)
+	}
+
+	lines[2499] = `{"order_id": 2499}`
+	if r := pgbusIn(t, env, strings.Join(lines, "\n"), "send", "orders", "--ndjson", "-"); r.code != 0 || len(parseIDs(t, r.stdout)) != 2500 {
+		t.Fatalf("stdin of 2500 lines: exit %d, %d ids: %s", r.code, len(parseIDs(t, r.stdout)), r.stderr)
+	}
+	left("stdin sent")
+	fifo := filepath.Join(t.TempDir(), "jobs.pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		f.WriteString(strings.Join(ndjsonLines(1500), "\n"))
+	}()
+	if r := pgbusIn(t, env, "", "send", "orders", "--ndjson", fifo); r.code != 0 || len(parseIDs(t, r.stdout)) != 1500 {
+		t.Fatalf("a pipe of 1500 lines: exit %d, %d ids: %s", r.code, len(parseIDs(t, r.stdout)), r.stderr)
+	}
+	left("pipe sent")
+	if n := d.count(t, `SELECT count(*) FROM pgmq.q_orders`); n != 4000 {
+		t.Fatalf("%d messages sent; want 4000", n)
 	}
 }
