@@ -56,6 +56,16 @@ type Options struct {
 	// is subscribed to pgbus://queues or a queue's stats, to tell it when
 	// they change; 0 means every 2 seconds.
 	ResourcePoll time.Duration
+	// MaxToolCalls is how many tool calls the server runs at once, of all
+	// its sessions and transports together; 0 means DefaultMaxToolCalls.
+	// A call beyond them waits for one to end while its client waits for
+	// it, at most ToolCallWait, and is then answered a tool error of kind
+	// unavailable that says the server is busy and to call again. A call
+	// waiting for its person's answer (a confirmation) holds no slot.
+	MaxToolCalls int
+	// ToolCallWait is how long a call waits for a slot among MaxToolCalls;
+	// 0 means DefaultToolCallWait.
+	ToolCallWait time.Duration
 	// ServerOptions are applied after pgbus's own, for a program that
 	// builds on this server and needs a capability pgbus does not offer,
 	// such as argument completion (server.WithCompletions with a
@@ -110,6 +120,13 @@ func New(deps tools.Deps, opts Options) (*server.MCPServer, error) {
 	// Innermost, so that the others see the answer of a call stopped
 	// because its session ended.
 	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(stopCallsOfEndedSessions))
+	// Inside it, so that a call waits for its slot only while its
+	// session lives, and the answer of one that found none is counted.
+	maxCalls := opts.MaxToolCalls
+	if maxCalls <= 0 {
+		maxCalls = DefaultMaxToolCalls(deps.Ops)
+	}
+	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(newCallSlots(maxCalls, opts.ToolCallWait).middleware))
 	serverOpts = append(serverOpts, opts.ServerOptions...)
 	s = server.NewMCPServer(Name, version, serverOpts...)
 	clientLog.attach(s, hooks)

@@ -307,6 +307,16 @@ func (s *Service) AllowsPayloads() bool { return s != nil && s.opts.AllowPayload
 // front end that asks it which actions to offer must offer none.
 func (s *Service) ReadOnly() bool { return s == nil || s.store == nil || s.opts.ReadOnly }
 
+// PoolSize is how many connections the service's database pool opens at
+// most, which its calls share: a front end that runs calls for many
+// clients bounds them by it.
+func (s *Service) PoolSize() int {
+	if s == nil || s.store == nil {
+		return 0
+	}
+	return s.store.PoolSize()
+}
+
 // Transports a call reaches pgbus through, as the audit log records them.
 const (
 	// TransportCLI is the command line, in the process that runs it.

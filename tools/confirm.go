@@ -53,12 +53,41 @@ func askPerson(ctx context.Context) (ops.Confirmer, *ops.Deferred) {
 		return nil, nil
 	}
 	return func(ctx context.Context, question string) (bool, error) {
-		res, err := srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: question, RequestedSchema: confirmSchema}})
+		var (
+			res *mcp.ElicitationResult
+			err error
+		)
+		if perr := whilePaused(ctx, func() {
+			res, err = srv.RequestElicitation(ctx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{Message: question, RequestedSchema: confirmSchema}})
+		}); perr != nil {
+			return false, perr
+		}
 		if err != nil {
 			return false, err
 		}
 		return accepted(res), nil
 	}, nil
+}
+
+type pauseKey struct{}
+
+// WithPause returns ctx with pause, through which a tool call waits for
+// its person's answer: pause lets go of what the call holds of its server
+// (its slot among the calls the server runs at once), runs wait, and
+// takes it back, returning an error when it cannot (the call's context
+// ended first). A person may take minutes to answer; the calls of others
+// run meanwhile.
+func WithPause(ctx context.Context, pause func(ctx context.Context, wait func()) error) context.Context {
+	return context.WithValue(ctx, pauseKey{}, pause)
+}
+
+// whilePaused runs wait through ctx's pause (WithPause), or as it is.
+func whilePaused(ctx context.Context, wait func()) error {
+	if pause, ok := ctx.Value(pauseKey{}).(func(context.Context, func()) error); ok {
+		return pause(ctx, wait)
+	}
+	wait()
+	return nil
 }
 
 // deferred is askPerson for a request of protocol 2026-07-28 and later: the

@@ -148,3 +148,10 @@ func redactedArgs(args map[string]any) json.RawMessage {
 	}
 	return json.RawMessage("{}")
 }
+
+// UnavailableResult is a tool error of kind unavailable saying text, with
+// no next step: for a call the server answers before its tool runs, as
+// one it has no room to run now.
+func UnavailableResult(text string) *mcp.CallToolResult {
+	return withErrorMeta(mcp.NewToolResultError(text), errorMeta{Kind: ops.KindUnavailable})
+}

@@ -71,6 +71,13 @@ a random one, e.g. openssl rand -hex 32); when set, every request must send
 "Authorization: Bearer <token>". A request body must arrive within 30 seconds
 of its headers, or it gets 408 and the connection is closed.
 
+The server runs at most twice as many tool calls at once as its database
+pool has connections (pool_max_conns in the database URL; by default one a
+CPU, 4 to 10), and at least 8, for all its clients and transports together:
+a call beyond them waits for one to end, at most 10 seconds, then is
+answered a tool error (kind unavailable) saying the server is busy and to
+call again. A call waiting for its user's answer holds no place meanwhile.
+
 Payloads of messages are hidden unless --allow-payloads is given and the call
 asks for them; secrets under keys like password or token stay redacted.
 --read-only leaves out the write tools:
