@@ -68,7 +68,8 @@ func (s *Store) ConnLimits(ctx context.Context) (ConnLimits, error) {
 	return l, nil
 }
 
-// PoolSize is how many connections the Store's pool holds at most.
+// PoolSize is how many connections the Store's pool holds at most; 0
+// for a Store without a pool.
 func (s *Store) PoolSize() int {
 	if s.pool == nil {
 		return 0

@@ -110,12 +110,3 @@ func (s *Store) diagnose(ctx context.Context, what string, ask func(querier) err
 	}
 	return ask(conn)
 }
-
-// PoolSize is how many connections the pool opens at most; 0 for a Store
-// without a pool.
-func (s *Store) PoolSize() int {
-	if s.pool == nil {
-		return 0
-	}
-	return int(s.pool.Config().MaxConns)
-}
