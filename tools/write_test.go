@@ -41,7 +41,9 @@ func auditRows(t testing.TB, s *store.Store, tool, marker string) []store.AuditE
 
 func TestRetryByIDs(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ops.Options{})
+	// Its retries by id alone read every DLQ, which the queues other tests
+	// create and drop meanwhile would change under it, time after time.
+	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 4, pgtest.DeadSpec{Kind: "webhook", Class: "HTTPError", Message: "http 503"})
 
