@@ -17,7 +17,7 @@ func TestRefusedCursorIsNoFilter(t *testing.T) {
 	q, b := browseQueue(t, pgtest.Store(t), "dash_cursor")
 	for _, path := range []string{"/dlq", "/dlq/messages"} {
 		code, page, _ := b.get(path + "?queue=" + q + "&cursor=garbage")
-		if code != http.StatusBadRequest || !strings.Contains(page, "cursor is not valid for this server") || strings.Contains(page, "cursor filter") ||
+		if code != http.StatusBadRequest || !strings.Contains(page, "cursor is not valid here") || strings.Contains(page, "cursor filter") ||
 			!strings.Contains(page, "Show this page with its filters cleared") {
 			t.Errorf("GET %s with a cursor not issued: %d; want 400 saying the cursor is not valid, with the filters cleared and no cursor filter\n%s", path, code, page)
 		}

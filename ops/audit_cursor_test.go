@@ -157,7 +157,7 @@ func TestAuditCursorIsSignedForItsFilters(t *testing.T) {
 		b, _ := json.Marshal(changed)
 		return base64.RawURLEncoding.EncodeToString(b)
 	}
-	const notValid = "cursor is not valid for this server; start again without cursor"
+	const notValid = "cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor"
 	for what, cursor := range map[string]string{
 		"made by hand":                  base64.RawURLEncoding.EncodeToString([]byte("5")),
 		"with its position changed":     forge("i", func(v float64) float64 { return v + 2 }),

@@ -28,7 +28,7 @@ func TestDLQListTamperedCursor(t *testing.T) {
 	}
 	req.Cursor = pgtest.TamperCursor(t, first.NextCursor)
 	_, err = svc.DLQList(ctx, req)
-	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "cursor is not valid for this server; start again without cursor") {
+	if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor") {
 		t.Fatalf("list with a tampered cursor: %v; want ErrInvalid saying to start again", err)
 	}
 	req.Cursor = first.NextCursor
@@ -121,8 +121,8 @@ func TestDeadCursorsPinnedClockIsSigned(t *testing.T) {
 				c.cursor = cursorPinnedAt(t, ac, -time.Hour)
 			}
 			_, err := l.page(c.f, c.cursor)
-			if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "cursor is not valid for this server") {
-				t.Errorf("%s, cursor %q: %v; want it refused as not valid for this server", l.op, c.cursor, err)
+			if !errors.Is(err, ops.ErrInvalid) || !strings.Contains(err.Error(), "cursor is not valid here") {
+				t.Errorf("%s, cursor %q: %v; want it refused as not valid here", l.op, c.cursor, err)
 				continue
 			}
 			next := ops.NextSteps(err)

@@ -10,7 +10,7 @@ import (
 	"github.com/pgbus/pgbus/store"
 )
 
-const badCursor = "cursor is not valid for this server; start again without cursor"
+const badCursor = "cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor"
 
 // pageAll lists queue's dead messages limit at a time, each page read by
 // the next store of readers in turn, and returns their ids in order.

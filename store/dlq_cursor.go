@@ -47,7 +47,7 @@ const deadCursorVersion = 2
 // errBadCursor is the answer to any cursor not issued with this database's
 // key: tampered, from another database, from an older pgbus, or not a
 // cursor at all.
-var errBadCursor = cursorf("cursor is not valid for this server; start again without cursor")
+var errBadCursor = cursorf("cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor")
 
 // mac returns c's signature under key: the HMAC of c's JSON without M, in
 // base64url.

@@ -147,7 +147,7 @@ func TestDeadGroupCursorRefused(t *testing.T) {
 		t.Fatalf("list: %+v, %v", page, err)
 	}
 	for what, c := range map[string]string{"made up": "NQ", "of a list": page.NextCursor, "changed": pgtest.TamperCursor(t, cursor)} {
-		if _, err := s.SummarizeDeadWith(ctx, f, store.SummaryOptions{Cursor: c}); !errors.Is(err, store.ErrInvalid) || err.Error() != "cursor is not valid for this server; start again without cursor" {
+		if _, err := s.SummarizeDeadWith(ctx, f, store.SummaryOptions{Cursor: c}); !errors.Is(err, store.ErrInvalid) || err.Error() != "cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor" {
 			t.Errorf("a cursor %s: %v; want it refused as not valid", what, err)
 		}
 	}

@@ -23,7 +23,7 @@ func TestDLQListTamperedCursor(t *testing.T) {
 		t.Fatalf("first page has no cursor: %+v", first)
 	}
 	e.callErr(t, "pgbus_dlq_list", map[string]any{"queue": q, "limit": 1, "cursor": pgtest.TamperCursor(t, first.NextCursor)},
-		"cursor is not valid for this server; start again without cursor")
+		"cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor")
 	next := callOK[ops.DLQList](t, e, "pgbus_dlq_list", map[string]any{"queue": q, "limit": 1, "cursor": first.NextCursor})
 	if len(next.Items) != 1 || next.Items[0].MsgID >= first.Items[0].MsgID {
 		t.Fatalf("second page: %+v; want the next older message", next)

@@ -143,7 +143,7 @@ func TestQueueMessagesAcrossPriorityLevels(t *testing.T) {
 	} {
 		e.callErr(t, "pgbus_queue_messages", args, "cursor was issued for another queue or state", "start again without cursor")
 	}
-	e.callErr(t, "pgbus_queue_messages", map[string]any{"queue": q, "cursor": strings.Repeat("x", 22)}, "cursor is not valid for this server; start again without cursor")
+	e.callErr(t, "pgbus_queue_messages", map[string]any{"queue": q, "cursor": strings.Repeat("x", 22)}, "cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor")
 	next := callOK[ops.LiveMessages](t, e, "pgbus_queue_messages", map[string]any{"queue": q, "limit": 3, "cursor": first.NextCursor})
 	if got := levelledItems(t, next); !slices.Equal(got, want[3:6]) {
 		t.Errorf("the page after the first three: %v, want %v", got, want[3:6])

@@ -99,7 +99,7 @@ func TestDLQSummaryCursorRefused(t *testing.T) {
 	e.callErr(t, "pgbus_dlq_summary", with(other, "cursor", first.NextCursor),
 		"cursor was issued for other filters; pass the same filters as the first page, or start again without cursor")
 	for what, cursor := range map[string]string{"made up": "NQ", "changed": pgtest.TamperCursor(t, first.NextCursor), "of a list": list.NextCursor} {
-		text := e.callErr(t, "pgbus_dlq_summary", with(other, "cursor", cursor), "cursor is not valid for this server; start again without cursor")
+		text := e.callErr(t, "pgbus_dlq_summary", with(other, "cursor", cursor), "cursor is not valid here (issued by another list or database, cut short or changed); start again without cursor")
 		if m := e.metaOf(t, "pgbus_dlq_summary", with(other, "cursor", cursor)); m.Kind != ops.KindInvalid || !hasCall(m.Next, "pgbus_dlq_summary", other) {
 			t.Errorf("a cursor %s: %s, %+v; want kind invalid and the first page of %v next", what, text, m, other)
 		}

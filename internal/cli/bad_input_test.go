@@ -134,7 +134,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"retry-all bad since", []string{"dlq", "retry-all", "--since", "soon", "--yes"}, "", "since"},
 		{"until before since", []string{"dlq", "list", "--since", "1h", "--until", "2h"}, "", "is not after the start of the range"},
 		{"bad cursor", []string{"dlq", "list", "--cursor", "'; DROP TABLE pgbus.audit_log; --"}, "", "cursor"},
-		{"cursor not issued", []string{"dlq", "list", "--cursor", "garbage"}, "", "--cursor is not valid for this server; start again without --cursor"},
+		{"cursor not issued", []string{"dlq", "list", "--cursor", "garbage"}, "", "--cursor is not valid here (issued by another list or database, cut short or changed); start again without --cursor"},
 		{"retry rate out of range", []string{"dlq", "retry-all", "--queue", "orders", "--rate", "-1", "--yes"}, "", "--rate -1 is out of range: give messages a second from 0.0167"},
 		{"retry rate too slow for its limit", []string{"dlq", "retry-all", "--queue", "orders", "--rate", "0.02", "--limit", "100000", "--yes"}, "",
 			"--rate 0.02 with --limit 100000 would take 58 days to make the messages visible, while a paced retry may take 7 days at most: give --rate 0.166 or more, or a lower --limit"},

@@ -89,7 +89,7 @@ func TestQueueMessagesOfPriorityLevels(t *testing.T) {
 	if out := d.fails(t, 2, "queue", "messages", "alerts", "--cursor", level.NextCursor); !strings.Contains(out, "cursor was issued for another queue or state") {
 		t.Errorf("a cursor of alerts_p1 given for alerts: %q", out)
 	}
-	if out := d.fails(t, 2, "queue", "messages", "alerts", "--cursor", "not-a-cursor"); !strings.Contains(out, "--cursor is not valid for this server; start again without --cursor") {
+	if out := d.fails(t, 2, "queue", "messages", "alerts", "--cursor", "not-a-cursor"); !strings.Contains(out, "--cursor is not valid here (issued by another list or database, cut short or changed); start again without --cursor") {
 		t.Errorf("a cursor that is none: %q", out)
 	}
 
