@@ -45,13 +45,23 @@ func TestRetryCutOffBeforeAnyMovedSaysSoWithoutItsStartEntry(t *testing.T) {
 		})
 		cancel()
 		// The moves under way, given a grace to finish, end on the server
-		// without moving.
-		if _, err := s.Pool().Exec(base, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = $1::regclass AND NOT granted`, "pgmq.q_"+q); err != nil {
-			t.Fatal(err)
+		// without moving. Each lane's move is ended as it comes to wait:
+		// on a busy machine one lane may reach the lock only after
+		// another was ended, and would otherwise wait out the grace and
+		// be cut off with its outcome unknown.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, err := s.Pool().Exec(base, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE relation = $1::regclass AND NOT granted`, "pgmq.q_"+q); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				hold.Release()
+				return err
+			case <-tick.C:
+			}
 		}
-		err := <-done
-		hold.Release()
-		return err
 	}
 	check := func(t *testing.T, q string, err error) {
 		t.Helper()
