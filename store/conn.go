@@ -177,10 +177,28 @@ func bouncerAdvice(err error) string {
 		return "the connection pooler (PgBouncer) cannot reach PostgreSQL: its login to it failed lately, and it refuses connections for a few seconds (server_login_retry); try again shortly, and if it goes on, check that PostgreSQL is up and that the pooler's credentials for it are right"
 	case strings.Contains(msg, "query_wait_timeout"):
 		return "the connection pooler (PgBouncer) had no server connection to give within its query_wait_timeout: its pool for this database is full (raise default_pool_size, or find what holds its connections), paused, or PostgreSQL does not answer it; try again shortly, and if it goes on check PostgreSQL and PgBouncer's SHOW POOLS"
+	case statementPooled(pgErr):
+		return StatementPoolerAdvice
 	case strings.Contains(msg, "pgbouncer cannot connect to server"), strings.Contains(msg, "server conn crashed"), strings.Contains(msg, "server_connect_timeout"):
 		return "the connection pooler (PgBouncer) cannot reach PostgreSQL: check that PostgreSQL is up and that PgBouncer's address and credentials for it are right"
 	}
 	return ""
+}
+
+// StatementPoolerAdvice says what to do about a connection pooler in
+// statement mode, which refuses every transaction of more than one
+// statement, and so most of what pgbus does.
+const StatementPoolerAdvice = "the connection pooler (PgBouncer) is in statement mode (pool_mode = statement), which refuses transactions of more than one statement, and pgbus reads and writes in such transactions: " +
+	"point the database URL at a pool in transaction mode (pool_mode = transaction, with default_query_exec_mode=cache_describe in the URL) or session mode, or at PostgreSQL directly"
+
+// statementPooled reports whether pgErr is PgBouncer refusing a
+// transaction in statement mode. PgBouncer says so with the protocol
+// violation code it gives many errors, 08P01, and in English only, so
+// its words tell it apart. It ends the client's connection, but unlike
+// a connection lost it is no outage: the same statements fail alike on
+// every connection, so they are not run again.
+func statementPooled(pgErr *pgconn.PgError) bool {
+	return pgErr.Code == "08P01" && (strings.Contains(pgErr.Message, "statement pooling mode") || strings.Contains(pgErr.Message, "transactions not allowed"))
 }
 
 // db runs statements on the pool and runs one again (up to maxReruns
@@ -247,6 +265,8 @@ func connLost(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
+		case statementPooled(pgErr):
+			return false
 		case pgErr.Code == "57P01", pgErr.Code == "57P02": // admin_shutdown, crash_shutdown
 			return true
 		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection_exception
