@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/pgbus/pgbus/internal/cli"
+	"github.com/pgbus/pgbus/internal/memlimit"
 )
 
 // gcPercent is the garbage collector's target when GOGC is not set. A
@@ -20,5 +21,9 @@ func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
+	// That target lets the heap grow to five times what is live: in a
+	// container, the collector must work harder near its limit rather
+	// than let the kernel kill the process.
+	memlimit.Apply()
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
