@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,7 +156,11 @@ func invalidParams(id mcp.RequestId, msg string) mcp.JSONRPCMessage {
 // transport's next messages while the database is slow, and refuse a
 // subscription a lock or an outage only delays; a queue not made yet is
 // updated once it is. An unsubscription is always taken, so that a
-// subscription whose queue went can still be ended.
+// subscription whose queue went can still be ended. A pgbus: URI is
+// answered by the rule a read's is (judgePgbusURI): malformed, invalid
+// params (-32602); of no form of pgbus's, resource not found (-32002), as
+// is a URI of no resource the server has; and a dead message's, a
+// resource that is read but never updated, invalid params.
 func (d frontDoor) checkSubscription(msg frontMessage) mcp.JSONRPCMessage {
 	var params struct {
 		URI  string         `json:"uri"`
@@ -172,34 +177,48 @@ func (d frontDoor) checkSubscription(msg frontMessage) mcp.JSONRPCMessage {
 	if _, ok := d.s.ListResources()[uri]; ok || uri == resources.URIQueues {
 		return nil // a resource of the server's, pgbus's or another's
 	}
-	queue, stats := strings.CutSuffix(strings.TrimPrefix(uri, "pgbus://queues/"), "/stats")
-	if strings.HasPrefix(uri, "pgbus://queues/") && stats && queue != "" && !strings.Contains(queue, "/") {
-		if err := ops.CheckQueueName(queue); err != nil {
-			return invalidParams(id, fmt.Sprintf("resource %s: %v; read %s for the queue names", clip(uri), err, resources.URIQueues))
-		}
-		return nil
+	if !strings.HasPrefix(uri, "pgbus:") {
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.RESOURCE_NOT_FOUND, unknownResource(uri), nil)}
 	}
-	if strings.HasPrefix(uri, "pgbus:") {
-		return invalidParams(id, unknownResource(uri))
+	switch form, text := judgePgbusURI(uri); {
+	case form == uriMalformed:
+		return invalidParams(id, text)
+	case form == uriUnknown:
+		return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.RESOURCE_NOT_FOUND, unknownResource(uri), nil)}
+	case strings.HasPrefix(uri, deadPrefix):
+		// A resource of pgbus's, read, never updated: the request, not
+		// the URI, is what cannot be.
+		return invalidParams(id, fmt.Sprintf("resource %s is a dead message, which is read, not subscribed to: subscribe to %s or %s",
+			clip(uri), resources.URIQueues, resources.URIQueueStats))
 	}
-	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.RESOURCE_NOT_FOUND, unknownResource(uri), nil)}
+	return nil
 }
 
-// checkReadForm refuses a read of a pgbus: URI of none of pgbus's forms
-// (pgbusForm), in words that name them: mcp-go's own answer names no
-// resource there is. It answers as a missing resource is answered, as
-// resource not found (-32002), or, to a client of protocol 2026-07-28 or
-// later, invalid params (-32602). Other URIs, which another server's
-// resources may match, are mcp-go's.
+// checkReadForm refuses a read of a pgbus: URI that is malformed or of
+// none of pgbus's forms (judgePgbusURI), in words that name them: mcp-go's
+// own answer names no resource there is. A malformed one is invalid params
+// (-32602); one of no form names a resource there is not, and is answered
+// as a missing resource is answered, as resource not found (-32002), or,
+// to a client of protocol 2026-07-28 or later, invalid params (-32602).
+// A subscription to either is answered with the same code
+// (checkSubscription). Other URIs, which another server's resources may
+// match, are mcp-go's.
 func checkReadForm(id mcp.RequestId, msg frontMessage) mcp.JSONRPCMessage {
 	var params struct {
 		URI  string         `json:"uri"`
 		Meta map[string]any `json:"_meta"`
 	}
-	if json.Unmarshal(msg.Params, &params) != nil || !strings.HasPrefix(params.URI, "pgbus:") || pgbusForm(params.URI) {
+	if json.Unmarshal(msg.Params, &params) != nil || !strings.HasPrefix(params.URI, "pgbus:") {
 		return nil
 	}
-	text := fmt.Sprintf("resource %s is not one of pgbus's: read %s, %s or %s (resources/list and resources/templates/list list them)",
+	form, text := judgePgbusURI(params.URI)
+	switch form {
+	case uriOfPgbus:
+		return nil
+	case uriMalformed:
+		return invalidParams(id, text)
+	}
+	text = fmt.Sprintf("resource %s is not one of pgbus's: read %s, %s or %s (resources/list and resources/templates/list list them)",
 		clip(params.URI), resources.URIQueues, resources.URIQueueStats, resources.URIDeadMessage)
 	if v, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string); mcp.IsModernProtocol(v) {
 		return invalidParams(id, text)
@@ -207,9 +226,59 @@ func checkReadForm(id mcp.RequestId, msg frontMessage) mcp.JSONRPCMessage {
 	return mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: id, Error: mcp.NewJSONRPCErrorDetails(mcp.RESOURCE_NOT_FOUND, text, nil)}
 }
 
+// uriForm is what judgePgbusURI makes of a pgbus: URI.
+type uriForm int
+
+const (
+	// uriOfPgbus is of one of pgbus's forms, its queue's name valid
+	// (whether the queue or message is there is the read's to tell).
+	uriOfPgbus uriForm = iota
+	// uriMalformed is no URI, or of one of pgbus's forms with a queue's
+	// name that cannot be: invalid params.
+	uriMalformed
+	// uriUnknown is a URI of none of pgbus's forms: it names a resource
+	// there is not.
+	uriUnknown
+)
+
+// deadPrefix starts the URI of a dead message.
+const deadPrefix = "pgbus://dlq/"
+
+// judgePgbusURI tells a pgbus: URI of one of pgbus's forms from a
+// malformed one, which it says what is wrong with, and from one of no
+// form: the one rule by which a read and a subscription are answered.
+func judgePgbusURI(uri string) (uriForm, string) {
+	if _, err := url.Parse(uri); err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return uriMalformed, fmt.Sprintf("resource %s is not a URI (%v): read %s, %s or %s",
+			clip(uri), err, resources.URIQueues, resources.URIQueueStats, resources.URIDeadMessage)
+	}
+	if !pgbusForm(uri) {
+		return uriUnknown, ""
+	}
+	// The words of the resource's own refusal of the name, which mcp-go
+	// does not pass it when the name is one its URI template does not
+	// match.
+	if rest, ok := strings.CutPrefix(uri, "pgbus://queues/"); ok {
+		if err := ops.CheckQueueName(strings.TrimSuffix(rest, "/stats")); err != nil {
+			return uriMalformed, fmt.Sprintf("resource %s: %v; read %s for the queue names", clip(uri), err, resources.URIQueues)
+		}
+	} else if rest, ok := strings.CutPrefix(uri, deadPrefix); ok {
+		queue, _, _ := strings.Cut(rest, "/")
+		if err := ops.CheckQueueName(queue); err != nil {
+			return uriMalformed, fmt.Sprintf("resource %s: %v; use the source queue (orders) or its DLQ (orders_dlq) as pgbus_dlq_summary shows them", clip(uri), err)
+		}
+	}
+	return uriOfPgbus, ""
+}
+
 // pgbusForm reports whether uri has the form of one of pgbus's resources:
 // pgbus://queues, pgbus://queues/{queue}/stats or pgbus://dlq/{queue}/{msg_id},
-// whatever its queue and id (their read checks them).
+// whatever its queue and id (judgePgbusURI checks the queue's name, the
+// read the rest).
 func pgbusForm(uri string) bool {
 	if uri == resources.URIQueues {
 		return true
@@ -219,7 +288,7 @@ func pgbusForm(uri string) bool {
 		queue, stats := strings.CutSuffix(rest, "/stats")
 		return stats && segment(queue)
 	}
-	if rest, ok := strings.CutPrefix(uri, "pgbus://dlq/"); ok {
+	if rest, ok := strings.CutPrefix(uri, deadPrefix); ok {
 		queue, id, two := strings.Cut(rest, "/")
 		return two && segment(queue) && segment(id)
 	}

@@ -49,7 +49,7 @@ func TestSubscribeRefusesWhatNamesNoResource(t *testing.T) {
 			says string
 		}{
 			{"pgbus://queues/Bad-Name/stats", mcp.ErrInvalidParams, "pgbus://queues"},
-			{"pgbus://x", mcp.ErrInvalidParams, "pgbus://queues/{queue}/stats"},
+			{"pgbus://x", mcp.ErrResourceNotFound, "pgbus://queues/{queue}/stats"},
 			{"https://x/", mcp.ErrResourceNotFound, "pgbus://queues/{queue}/stats"},
 		} {
 			sub := mcp.SubscribeRequest{}
@@ -78,6 +78,48 @@ func TestSubscribeRefusesWhatNamesNoResource(t *testing.T) {
 			if err := c.Unsubscribe(testContext(t), unsub); err != nil {
 				t.Errorf("%s: unsubscribe %s = %v; want it taken", tr, uri, err)
 			}
+		}
+	}
+}
+
+// A read and a subscription answer a pgbus: URI by one rule, over every
+// transport: one of pgbus's forms whose parts cannot be a queue's name or
+// a message's id, or a URI that does not parse, is malformed, invalid
+// params (-32602); a URI that parses but is of no form of pgbus's names a
+// resource there is not, resource not found (-32002). A subscription to a
+// dead message, a resource of pgbus's that is read but never updated, is
+// refused as invalid params, saying so.
+func TestReadAndSubscribeAnswerURIsAlike(t *testing.T) {
+	t.Parallel()
+	for tr, c := range legacyClients(t) {
+		ctx := testContext(t)
+		for _, tc := range []struct {
+			uri  string
+			want error
+		}{
+			{"pgbus://x", mcp.ErrResourceNotFound},
+			{"pgbus:/queues", mcp.ErrResourceNotFound},
+			{"pgbus://queues/orders/stats/", mcp.ErrResourceNotFound},
+			{"pgbus://dlq/orders/42/extra", mcp.ErrResourceNotFound},
+			{"pgbus://queues/Bad-Name/stats", mcp.ErrInvalidParams},
+			{"pgbus://que ues", mcp.ErrInvalidParams},
+			{"pgbus://queues/%zz/stats", mcp.ErrInvalidParams},
+			{"pgbus://dlq/Bad-Name/42", mcp.ErrInvalidParams},
+		} {
+			read := mcp.ReadResourceRequest{}
+			read.Params.URI = tc.uri
+			_, readErr := c.ReadResource(ctx, read)
+			sub := mcp.SubscribeRequest{}
+			sub.Params.URI = tc.uri
+			subErr := c.Subscribe(ctx, sub)
+			if !errors.Is(readErr, tc.want) || !errors.Is(subErr, tc.want) {
+				t.Errorf("%s: %s: read = %v, subscribe = %v; want %v to both", tr, tc.uri, readErr, subErr, tc.want)
+			}
+		}
+		sub := mcp.SubscribeRequest{}
+		sub.Params.URI = "pgbus://dlq/orders/42"
+		if err := c.Subscribe(ctx, sub); !errors.Is(err, mcp.ErrInvalidParams) || !strings.Contains(err.Error(), "is read, not subscribed to") {
+			t.Errorf("%s: subscribe to a dead message = %v; want invalid params saying it is read, not subscribed to", tr, err)
 		}
 	}
 }
