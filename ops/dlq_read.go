@@ -313,9 +313,11 @@ type DeadItem struct {
 	Kind        string `json:"kind,omitempty"`
 	Reason      string `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded,enum=not_recorded" jsonschema_description:"Why the message died; not_recorded: reason not recorded, the message has no dead-letter block (a Ruby pgbus DLQ row from before the block, or one another client wrote)."`
 	SourceQueue string `json:"source_queue" jsonschema_description:"Queue the message died in; empty when not recorded."`
-	SourceMsgID int64  `json:"source_msg_id"`
-	Attempts    int    `json:"attempts"`
-	MaxRetries  int    `json:"max_retries"`
+	// SourceMsgID, Attempts and MaxRetries are nil when its block does
+	// not hold them (another client wrote it, or none): unknown, never 0.
+	SourceMsgID *int64 `json:"source_msg_id,omitempty" jsonschema_description:"Its id in the source queue; absent when not recorded."`
+	Attempts    *int   `json:"attempts,omitempty" jsonschema_description:"Deliveries when it was routed; absent when not recorded."`
+	MaxRetries  *int   `json:"max_retries,omitempty" jsonschema_description:"The max_retries in force when it was routed; absent when not recorded."`
 	// UnrecordedCount counts the attempts of the trip it died on that
 	// left no outcome, as DeadMessage.UnrecordedCount, from its block
 	// alone; 0 also for a block of an older pgbus, which cannot tell.
@@ -417,7 +419,8 @@ func (s *Service) deadList(page store.DeadPage) DLQList {
 	out := DLQList{Items: make([]DeadItem, len(page.Items)), NextCursor: page.NextCursor, Notes: []string{}, Next: []Hint{}}
 	for i, it := range page.Items {
 		out.Items[i] = DeadItem{DLQ: it.DLQ, MsgID: it.MsgID, Kind: shownKind(it.Kind), Reason: shownReason(it.Reason), SourceQueue: it.SourceQueue,
-			SourceMsgID: it.SourceMsgID, Attempts: it.Attempts, MaxRetries: it.MaxRetries, ErrorClass: v.class(it.ErrorClass),
+			SourceMsgID: known(it.SourceMsgID, it.Missing.SourceMsgID), Attempts: known(it.Attempts, it.Missing.Attempts),
+			MaxRetries: known(it.MaxRetries, it.Missing.MaxRetries), ErrorClass: v.class(it.ErrorClass),
 			ErrorMessage: v.errorText(it.ErrorMessage, s.opts.Bounds.ListErrorChars), DeadLetteredAt: it.DeadLetteredAt,
 			RetriesFromDLQ: it.RetriesFromDLQ, PayloadBytes: it.PayloadBytes}
 		count, routed := unrecordedCount(it)

@@ -149,7 +149,7 @@ func TestDLQRoundTripThroughWorker(t *testing.T) {
 		t.Fatalf("dead item = %+v", item)
 	}
 	m, err := svc.DLQShow(ctx, ops.DLQShowRequest{Queue: q, MsgID: item.MsgID, IncludePayload: true})
-	if err != nil || m.DeadLetter == nil || m.DeadLetter.Source != store.SourceWorker || m.DeadLetter.Attempts != 1 || len(m.History) != 1 ||
+	if err != nil || m.DeadLetter == nil || m.DeadLetter.Source != store.SourceWorker || m.DeadLetter.Attempts == nil || *m.DeadLetter.Attempts != 1 || len(m.History) != 1 ||
 		!m.PayloadShown || string(m.Payload) != `{"order":7}` {
 		t.Fatalf("show = %+v, %v", m, err)
 	}

@@ -51,7 +51,7 @@ func TestBlockOfATripWithoutFailureKeepsThePreviousErrorApart(t *testing.T) {
 	}
 	dead := pgtest.FailUntilDead(t, s, q, back)
 	second := show(dead)
-	if second.Attempts != 4 || second.RetriesFromDLQ != 1 {
+	if second.Attempts == nil || *second.Attempts != 4 || second.RetriesFromDLQ != 1 {
 		t.Fatalf("second death: block %+v; want 4 reads after 1 DLQ retry", second)
 	}
 	if second.ErrorClass != "" || second.ErrorMessage != "" || second.ErrorAttempt != 0 || !second.ErrorRecordedAt.IsZero() {

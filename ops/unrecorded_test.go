@@ -42,7 +42,7 @@ func TestShowStatesAnAttemptThatLeftNoOutcome(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b := m.DeadLetter; b == nil || b.Attempts != 3 || b.MaxRetries != 3 || b.Reason != store.ReasonMaxRetriesExceeded {
+		if b := m.DeadLetter; b == nil || b.Attempts == nil || *b.Attempts != 3 || b.MaxRetries == nil || *b.MaxRetries != 3 || b.Reason != store.ReasonMaxRetriesExceeded {
 			t.Fatalf("full history %v: block %+v; want 3 attempts of max_retries 3", full, b)
 		}
 		if got := historyAttempts(m); !slices.Equal(got, []int{2, 3}) {
@@ -112,7 +112,7 @@ func TestShowOfAMessageWhoseEveryClaimWasLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := m.DeadLetter; b == nil || b.Attempts != 4 || b.MaxRetries != 3 || b.ErrorClass != "" || len(m.History) != 0 {
+	if b := m.DeadLetter; b == nil || b.Attempts == nil || *b.Attempts != 4 || b.MaxRetries == nil || *b.MaxRetries != 3 || b.ErrorClass != "" || len(m.History) != 0 {
 		t.Fatalf("block %+v, history %v; want 4 reads of max_retries 3 and no failure", b, m.History)
 	}
 	want := "attempts 1 to 3 left no outcome: their workers stopped or lost their connections after taking the message, or other PGMQ clients read it (pgmq.read); they still count toward max_retries (read 4, past max_retries, dead-lettered it without running it)"

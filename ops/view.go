@@ -83,14 +83,16 @@ var FullBounds = Bounds{
 // DeadLetter is the dead-letter block of a dead message: why and when it
 // died. Error text is redacted.
 type DeadLetter struct {
-	Version          int       `json:"version"`
-	Reason           string    `json:"reason" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded"`
-	Source           string    `json:"source" jsonschema:"enum=worker,enum=consumer"`
-	SourceQueue      string    `json:"source_queue" jsonschema_description:"Queue the message died in (a priority sub-queue included)."`
-	SourceMsgID      int64     `json:"source_msg_id" jsonschema_description:"Its id in the source queue."`
+	// The fields below are absent when the block does not hold them (a
+	// block another client wrote): unknown, never a made-up 0 or "".
+	Version          *int      `json:"version,omitempty" jsonschema_description:"The block's version; absent when not recorded."`
+	Reason           string    `json:"reason,omitempty" jsonschema:"enum=max_retries_exceeded,enum=non_retryable_error,enum=deadline_exceeded" jsonschema_description:"Why it died; absent when not recorded."`
+	Source           string    `json:"source,omitempty" jsonschema:"enum=worker,enum=consumer" jsonschema_description:"What routed it; absent when not recorded."`
+	SourceQueue      string    `json:"source_queue,omitempty" jsonschema_description:"Queue the message died in (a priority sub-queue included); absent when not recorded."`
+	SourceMsgID      *int64    `json:"source_msg_id,omitempty" jsonschema_description:"Its id in the source queue; absent when not recorded."`
 	SourceEnqueuedAt time.Time `json:"source_enqueued_at,omitzero"`
-	Attempts         int       `json:"attempts" jsonschema_description:"Deliveries when it was routed."`
-	MaxRetries       int       `json:"max_retries"`
+	Attempts         *int      `json:"attempts,omitempty" jsonschema_description:"Deliveries when it was routed; absent when not recorded."`
+	MaxRetries       *int      `json:"max_retries,omitempty" jsonschema_description:"The max_retries in force when it was routed; absent when not recorded."`
 	DeadLetteredAt   time.Time `json:"dead_lettered_at,omitzero"`
 	RetriesFromDLQ   int       `json:"retries_from_dlq,omitempty" jsonschema_description:"Trips out of a DLQ before this death."`
 	ErrorClass       string    `json:"error_class,omitempty" jsonschema_description:"Class of the last failure recorded on this trip; absent when none was (a crash, lost claims, a deadline)."`
@@ -269,12 +271,22 @@ func (v *viewer) block(b *store.DeadLetterBlock) *DeadLetter {
 		return nil
 	}
 	return &DeadLetter{
-		Version: b.Version, Reason: b.Reason, Source: b.Source, SourceQueue: b.SourceQueue, SourceMsgID: b.SourceMsgID,
-		SourceEnqueuedAt: b.SourceEnqueuedAt, Attempts: b.Attempts, MaxRetries: b.MaxRetries, DeadLetteredAt: b.DeadLetteredAt,
+		Version: known(b.Version, b.Missing.Version), Reason: b.Reason, Source: b.Source, SourceQueue: b.SourceQueue,
+		SourceMsgID: known(b.SourceMsgID, b.Missing.SourceMsgID), SourceEnqueuedAt: b.SourceEnqueuedAt,
+		Attempts: known(b.Attempts, b.Missing.Attempts), MaxRetries: known(b.MaxRetries, b.Missing.MaxRetries), DeadLetteredAt: b.DeadLetteredAt,
 		RetriesFromDLQ: b.RetriesFromDLQ, ErrorClass: v.class(b.ErrorClass), ErrorMessage: v.errorText(b.ErrorMessage, v.bounds.ErrorChars),
 		Backtrace: v.trace(b.Backtrace, v.bounds.BacktraceLines), ErrorAttempt: b.ErrorAttempt, ErrorRecordedAt: b.ErrorRecordedAt,
 		PreviousTripError: v.tripError(b.PreviousTripError),
 	}
+}
+
+// known is a number a dead-letter block holds, or nil when it is missing
+// from the block: unknown, which every view shows as such, never as 0.
+func known[N int | int64](n N, missing bool) *N {
+	if missing {
+		return nil
+	}
+	return &n
 }
 
 // tripError is a failure a block keeps of an earlier trip, redacted and

@@ -212,7 +212,7 @@ func TestReadDeadMessage(t *testing.T) {
 		var doc ops.DeadMessage
 		text := read(t, c, uri, &doc)
 		if doc.DLQ != queue+"_dlq" || doc.MsgID != id || doc.Kind != "charge" || doc.DeadLetter == nil ||
-			doc.DeadLetter.Reason != store.ReasonMaxRetriesExceeded || doc.DeadLetter.Attempts != 0 && doc.DeadLetter.ErrorClass != "Timeout" {
+			doc.DeadLetter.Reason != store.ReasonMaxRetriesExceeded || doc.DeadLetter.Attempts != nil && *doc.DeadLetter.Attempts != 0 && doc.DeadLetter.ErrorClass != "Timeout" {
 			t.Fatalf("dead message: %s", text)
 		}
 		if len(doc.History) != 3 || doc.History[0].ErrorMessage != "attempt 1 timed out" {

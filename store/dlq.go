@@ -98,7 +98,31 @@ type DeadLetterBlock struct {
 	// the blocks of an older pgbus or of Ruby pgbus, whose error keys
 	// describe the last failure recorded on any trip.
 	PreviousTripError *BlockError `json:"previous_trip_error,omitempty"`
+	// Missing marks the numbers the block lacks, or holds as null or as
+	// no whole number (a block another client wrote, or edited by hand),
+	// which read as 0 above: a view tells them from a 0 written. Zero in
+	// a block that has them all.
+	Missing BlockMissing `json:"-"`
 }
+
+// BlockMissing marks the numbers of a dead-letter block it does not hold
+// (DeadLetterBlock.Missing).
+type BlockMissing struct {
+	Version, SourceMsgID, Attempts, MaxRetries bool
+}
+
+// blockMissing marks the numbers fields, a block's keys, lack.
+func blockMissing(fields map[string]json.RawMessage) BlockMissing {
+	lacks := func(key string) bool {
+		var n int64
+		raw, ok := fields[key]
+		return !ok || string(raw) == "null" || json.Unmarshal(raw, &n) != nil
+	}
+	return BlockMissing{Version: lacks("version"), SourceMsgID: lacks("source_msg_id"), Attempts: lacks("attempts"), MaxRetries: lacks("max_retries")}
+}
+
+// allMissing marks every number missing: a message without a block.
+var allMissing = BlockMissing{Version: true, SourceMsgID: true, Attempts: true, MaxRetries: true}
 
 // BlockError is a recorded failure as a dead-letter block keeps it, its
 // message and backtrace shortened as the block's are (BlockErrorMessage).
@@ -129,6 +153,9 @@ type DeadItem struct {
 	// (DeadLetterBlock).
 	ErrorAttempt     int  `json:"error_attempt,omitempty"`
 	RecordedAttempts *int `json:"recorded_attempts,omitempty"`
+	// Missing marks the block's numbers it lacks, all of them for a
+	// message without a block (DeadLetterBlock.Missing).
+	Missing BlockMissing `json:"-"`
 }
 
 // DeadPage is one page of ListDead. NextCursor is empty on the last page.

@@ -75,7 +75,9 @@ func queryDeadItems(ctx context.Context, tx pgx.Tx, sql string, args []any) ([]D
 		if kind != nil {
 			it.Kind = *kind
 		}
+		it.Missing = allMissing
 		if b := parseDeadBlock(block); b != nil {
+			it.Missing = b.Missing
 			it.Reason, it.SourceQueue, it.SourceMsgID = b.Reason, b.SourceQueue, b.SourceMsgID
 			it.Attempts, it.MaxRetries, it.RetriesFromDLQ = b.Attempts, b.MaxRetries, b.RetriesFromDLQ
 			it.ErrorClass, it.ErrorMessage = b.ErrorClass, b.ErrorMessage
@@ -107,6 +109,7 @@ func parseDeadBlock(raw []byte) *DeadLetterBlock {
 			_ = json.Unmarshal(one, b)
 		}
 	}
+	b.Missing = blockMissing(fields)
 	b.SourceEnqueuedAt, b.DeadLetteredAt, b.ErrorRecordedAt = b.SourceEnqueuedAt.UTC(), b.DeadLetteredAt.UTC(), b.ErrorRecordedAt.UTC()
 	if p := b.PreviousTripError; p != nil {
 		p.ErrorRecordedAt = p.ErrorRecordedAt.UTC()

@@ -105,7 +105,7 @@ func TestAgentSession(t *testing.T) {
 		case b.Reason == store.ReasonMaxRetriesExceeded && strings.Contains(b.ErrorMessage, "503"):
 			retryGroup = &sum.Groups[i]
 			// Its two identical failures are one entry, repeated twice.
-			if b.Attempts != 2 || len(show.History) != 1 || show.History[0].Repeated != 2 || show.History[0].FirstAttempt != 1 || show.FailureCount != 2 {
+			if b.Attempts == nil || *b.Attempts != 2 || len(show.History) != 1 || show.History[0].Repeated != 2 || show.History[0].FirstAttempt != 1 || show.FailureCount != 2 {
 				t.Errorf("transient failure: %+v, history %+v", b, show.History)
 			}
 		case b.Reason == store.ReasonNonRetryable && strings.Contains(b.ErrorMessage, "bad input"):

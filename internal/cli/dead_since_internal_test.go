@@ -17,7 +17,7 @@ func TestDeadSinceIsTheOperations(t *testing.T) {
 	died := time.Date(2026, 12, 7, 2, 14, 13, 0, time.UTC)
 	a := &app{clock: func() time.Time { return died.Add(2 * time.Hour) }}
 	m := ops.DeadMessage{DLQ: "orders_dlq", Queue: "orders", MsgID: 42, DeadLetteredAt: died,
-		DeadLetter: &ops.DeadLetter{Reason: "max_retries_exceeded", SourceQueue: "orders", SourceMsgID: 7}}
+		DeadLetter: &ops.DeadLetter{Reason: "max_retries_exceeded", SourceQueue: "orders", SourceMsgID: &[]int64{7}[0]}}
 	var out bytes.Buffer
 	if err := a.writeDeadMessage(&out, m, true); err != nil {
 		t.Fatal(err)

@@ -135,8 +135,8 @@ func TestQuickStartDemo(t *testing.T) {
 		t.Fatalf("demo_emails' DLQ holds %d messages after the second run, %d (up to id %d) after the first", len(secondDead.Items), len(firstDead.Items), firstHighest)
 	}
 	for _, it := range secondDead.Items {
-		if it.MsgID <= firstHighest || it.SourceMsgID <= 107 {
-			t.Errorf("dead message %d (from message %d) of the second run: want ids after the first run's (dead up to %d, sent up to 107)", it.MsgID, it.SourceMsgID, firstHighest)
+		if it.MsgID <= firstHighest || it.SourceMsgID == nil || *it.SourceMsgID <= 107 {
+			t.Errorf("dead message %d (from message %v) of the second run: want ids after the first run's (dead up to %d, sent up to 107)", it.MsgID, it.SourceMsgID, firstHighest)
 		}
 	}
 	id := secondDead.Items[len(secondDead.Items)-1].MsgID

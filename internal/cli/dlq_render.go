@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -137,7 +138,7 @@ func (a *app) writeDeadList(w io.Writer, page ops.DLQList, cursor string) error 
 	}
 	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
 	for _, it := range page.Items {
-		attempts := fmt.Sprintf("%d/%d", it.Attempts, it.MaxRetries)
+		attempts := orUnknown(it.Attempts) + "/" + orUnknown(it.MaxRetries)
 		if it.Unrecorded != "" {
 			// Attempts whose worker stopped or lost its claim, or the read
 			// that dead-lettered it unrun: dlq show says which.
@@ -160,9 +161,9 @@ func (a *app) writeDeadMessage(w io.Writer, m ops.DeadMessage, noPayload bool) e
 	kv := newTable(w)
 	kv.row("kind:", dash(m.Kind))
 	if b := m.DeadLetter; b != nil {
-		kv.row("reason:", b.Reason)
-		kv.row("from:", fmt.Sprintf("queue %s, message %d, enqueued %s", b.SourceQueue, b.SourceMsgID, stamp(b.SourceEnqueuedAt)))
-		kv.row("attempts:", fmt.Sprintf("%d (max_retries %d)", b.Attempts, b.MaxRetries))
+		kv.row("reason:", unknownIfEmpty(b.Reason))
+		kv.row("from:", fmt.Sprintf("queue %s, message %s, enqueued %s", unknownIfEmpty(b.SourceQueue), orUnknown(b.SourceMsgID), stamp(b.SourceEnqueuedAt)))
+		kv.row("attempts:", fmt.Sprintf("%s (max_retries %s)", orUnknown(b.Attempts), orUnknown(b.MaxRetries)))
 		if m.Unrecorded != "" {
 			kv.row("unrecorded:", m.Unrecorded)
 		}
@@ -561,4 +562,22 @@ func (a *app) printRestore(res ops.DLQRestore) error {
 	}
 	a.printNext(a.stdout, res.Next)
 	return nil
+}
+
+// orUnknown is a number of a dead-letter block, or "unknown" where the
+// block does not hold it (the view leaves it out), never a made-up 0.
+func orUnknown[N int | int64](n *N) string {
+	if n == nil {
+		return "unknown"
+	}
+	return strconv.FormatInt(int64(*n), 10)
+}
+
+// unknownIfEmpty is a text of a dead-letter block, or "unknown" where the
+// block does not hold it.
+func unknownIfEmpty(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

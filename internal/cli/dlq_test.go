@@ -127,7 +127,7 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("list: %d items, cursor %q, notes %v", len(page.Items), page.NextCursor, page.Notes)
 	}
 	for i, it := range page.Items {
-		if it.DLQ != "shop_dlq" || it.MsgID <= 0 || it.SourceQueue != "shop" || it.SourceMsgID <= 0 || it.MaxRetries != 2 ||
+		if it.DLQ != "shop_dlq" || it.MsgID <= 0 || it.SourceQueue != "shop" || it.SourceMsgID == nil || *it.SourceMsgID <= 0 || it.MaxRetries == nil || *it.MaxRetries != 2 ||
 			it.ErrorClass == "" || it.ErrorMessage == "" || it.PayloadBytes <= 0 || it.Reason == "" || it.Kind == "" {
 			t.Errorf("item %+v", it)
 		}
@@ -186,8 +186,8 @@ func TestDLQCommands(t *testing.T) {
 	if m.DLQ != "shop_dlq" || m.Queue != "shop" || m.MsgID != id || m.Kind != "charge" || m.DeadLetter == nil || len(m.History) != 2 {
 		t.Fatalf("show: %+v", m)
 	}
-	if b := m.DeadLetter; b.Reason != store.ReasonMaxRetriesExceeded || b.Attempts != 2 || b.MaxRetries != 2 || b.ErrorClass != "demo.Unavailable" ||
-		b.SourceQueue != "shop" || b.Version != 1 || b.Source != "worker" || !strings.Contains(b.ErrorMessage, "503") {
+	if b := m.DeadLetter; b.Reason != store.ReasonMaxRetriesExceeded || b.Attempts == nil || *b.Attempts != 2 || b.MaxRetries == nil || *b.MaxRetries != 2 || b.ErrorClass != "demo.Unavailable" ||
+		b.SourceQueue != "shop" || b.Version == nil || *b.Version != 1 || b.Source != "worker" || !strings.Contains(b.ErrorMessage, "503") {
 		t.Errorf("block %+v", *b)
 	}
 	for i, f := range m.History {
