@@ -62,6 +62,12 @@ type app struct {
 	// cannot be reached yet: set by the long-running commands, which a
 	// supervisor may start before the database is up.
 	waitForDB time.Duration
+	// poolInUse is set by the commands that use their pool's connections
+	// at once (work, demo, serve, dashboard, bench), which alone are
+	// warned of a pool past the connection limit of their role or
+	// database (dbopen.Options.PoolInUse); a one-shot command's pool is
+	// fitted all the same, without a word.
+	poolInUse bool
 	// callTimeout is the database call timeout of the operations layer
 	// (ops.Options.DatabaseCallTimeout), once settled: by the commands with
 	// --database-call-timeout, else as the database opens
@@ -457,7 +463,7 @@ func (a *app) connectBy(ctx context.Context, open func(context.Context, dbopen.O
 		bound = a.connectBound
 	}
 	db, err := open(ctx, dbopen.Options{URL: a.databaseURL, DataDir: a.dataDir, Logger: a.log, WaitFor: a.waitForDB, CallTimeout: bound, ApplicationName: a.commandPath,
-		URLAgain: a.again["database-url"], URLWords: a.urlWords()})
+		URLAgain: a.again["database-url"], URLWords: a.urlWords(), PoolInUse: a.poolInUse})
 	if err != nil && strings.HasPrefix(a.sources["database-url"], "config ") && (errors.Is(err, dbopen.ErrBadURL) || strings.Contains(err.Error(), storeURLWords)) {
 		// The file's URL: the error names the file, the line and the key
 		// ahead of its words, as the file's other errors do.

@@ -120,6 +120,7 @@ share. With 1, the default, the workers run in this process.`,
 					return usageError{fmt.Errorf("bench %s: %w", w, err)}
 				}
 			}
+			a.poolInUse = true
 			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err
@@ -259,6 +260,7 @@ output. It is not for use by hand.`,
 			if err := spec.Validate(); err != nil {
 				return err
 			}
+			a.poolInUse = true
 			db, err := a.openDB(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -303,6 +305,7 @@ p50 and p99 of each. The queues are dropped afterwards.`,
 					return err
 				}
 			}
+			a.poolInUse = true
 			db, err := a.openDB(cmd.Context(), true)
 			if err != nil {
 				return err

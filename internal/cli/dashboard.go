@@ -126,6 +126,7 @@ func (a *app) dashboard(ctx context.Context, f dashboardFlags) error {
 	// and what to run (runner.WhenReady).
 	migrate := !f.readOnly
 	a.waitForDB = longRunningWait // for the embedded PostgreSQL
+	a.poolInUse = true
 	ctx, sess, pending, err := a.openServing(ctx, migrate)
 	if err != nil {
 		return err

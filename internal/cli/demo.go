@@ -58,6 +58,7 @@ The outage is over once a dead message is retried: pgbus dlq retry-all
 
 func (a *app) demo(ctx context.Context, timeout, callTimeout time.Duration) error {
 	started := time.Now()
+	a.poolInUse = true // its workers
 	ctx, s, err := a.openMigrated(ctx)
 	if err != nil {
 		return err

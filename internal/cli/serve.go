@@ -275,6 +275,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	// MCP client sees nothing of an exit but its transport closing.
 	migrate := !f.readOnly || len(queues) > 0
 	a.waitForDB = longRunningWait // for the embedded PostgreSQL
+	a.poolInUse = true
 	a.ownWorkers = &ops.OwnWorkers{}
 	mcp.OwnWorkers = a.ownWorkers
 	ctx, sess, pending, err := a.openServing(ctx, migrate)

@@ -295,6 +295,7 @@ func (a *app) work(ctx context.Context, queues []config.WorkQueue, w workFlags) 
 	// without it.
 	started := time.Now()
 	a.waitForDB = longRunningWait
+	a.poolInUse = true
 	if w.runFor > 0 {
 		a.waitForDB = min(a.waitForDB, w.runFor)
 	}

@@ -64,6 +64,12 @@ type Options struct {
 	// URLWords names where the URL was given, for advice that says to
 	// change it ("--database-url"); "" says "the database URL".
 	URLWords string
+	// PoolInUse is set for a process that uses its pool's connections
+	// at once (workers, a server, a benchmark): a pool that would pass
+	// the connection limit of its role or database is warned of
+	// (FitPool). A one-shot command, which holds one or two, has its
+	// pool fitted without a warning, said at debug level only.
+	PoolInUse bool
 }
 
 // DB is an open store and what it runs on.
@@ -77,6 +83,7 @@ type DB struct {
 	logger      *slog.Logger  // Options.Logger
 	callTimeout time.Duration // Options.CallTimeout, which bounds Ping
 	urlWords    string        // Options.URLWords
+	poolInUse   bool          // Options.PoolInUse
 	// poolChecked is set once FitPool or ReadyWhenReachable compared the
 	// pool with the connection limits: the warning is said once.
 	poolChecked bool
@@ -85,7 +92,7 @@ type DB struct {
 // Connect connects to the database, starting the embedded server when no
 // URL is given. Prepare readies its schema next.
 func Connect(ctx context.Context, opts Options) (*DB, error) {
-	db := &DB{logger: opts.Logger, callTimeout: opts.CallTimeout, urlWords: opts.URLWords}
+	db := &DB{logger: opts.Logger, callTimeout: opts.CallTimeout, urlWords: opts.URLWords, poolInUse: opts.PoolInUse}
 	url := opts.URL
 	if url == "" {
 		cluster, err := embedpg.Start(ctx, embedpg.Options{DataDir: opts.DataDir, Logger: opts.Logger})
@@ -118,7 +125,7 @@ func Dial(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DB{Store: s, logger: opts.Logger, callTimeout: opts.CallTimeout, urlWords: opts.URLWords}, nil
+	return &DB{Store: s, logger: opts.Logger, callTimeout: opts.CallTimeout, urlWords: opts.URLWords, poolInUse: opts.PoolInUse}, nil
 }
 
 // Ping checks that the database answers, connecting when the pool holds
@@ -140,7 +147,10 @@ func (d *DB) Ping(ctx context.Context) error {
 type Readying func(why error)
 
 // ReadyWhenReachable connects to the database and readies its schema as
-// Prepare does (migrate says how), trying again while either fails (each
+// Prepare does (migrate says how), comparing its pool with the connection
+// limits once the database first answers (FitPool, but that the pool, in
+// use already, keeps its size: the warning says to restart the process or
+// what pool_max_conns to set), trying again while either fails (each
 // try to connect bounded as Ping bounds it), with
 // Connect's growing delay (from 250ms to 5s), until it succeeds or ctx
 // ends. It tells each failure to readying, and logs it (its first tries,
@@ -159,10 +169,12 @@ func (d *DB) ReadyWhenReachable(ctx context.Context, migrate bool, readying Read
 	for {
 		err := d.Ping(ctx)
 		if err == nil {
+			// Once the database first answers, whether or not its
+			// schema is ready: the Store is in use already, so its pool
+			// keeps its size, and the warning says what to set.
+			d.checkPool(ctx, fitAtRestart)
 			readying(nil)
 			if err = d.Prepare(ctx, migrate); err == nil {
-				// The Store is in use already: its pool keeps its size.
-				d.checkPool(ctx, false)
 				return nil
 			}
 		}

@@ -1,7 +1,10 @@
 package dbopen_test
 
 import (
+	"context"
+	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +28,7 @@ func TestConnectFitsThePoolToTheRolesConnectionLimit(t *testing.T) {
 	pgtest.Exec(t, dbURL, "ALTER ROLE "+role+" CONNECTION LIMIT 3")
 	var logs pgtest.SyncBuffer
 	db, err := dbopen.Connect(ctx, dbopen.Options{URL: pgtest.WithParam(t, roleURL, "pool_max_conns", "6"), URLWords: "--database-url",
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), PoolInUse: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,5 +90,112 @@ func TestConnectLeavesAPoolWithinTheLimit(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "CONNECTION LIMIT") {
 		t.Errorf("a pool within the role's limit was warned of:\n%s", logs.String())
+	}
+}
+
+// A one-shot command, which holds a connection or two, has its pool
+// fitted below its role's limit all the same, but is not warned: the
+// limit is no matter for it.
+func TestConnectFitsAOneShotPoolWithoutAWarning(t *testing.T) {
+	t.Parallel()
+	ctx := pgtest.Context(t)
+	dbURL := pgtest.NewDatabase(t)
+	role, roleURL := pgtest.NewRole(t, dbURL)
+	pgtest.Exec(t, dbURL, "ALTER ROLE "+role+" CONNECTION LIMIT 3")
+	var logs pgtest.SyncBuffer
+	db, err := dbopen.Connect(ctx, dbopen.Options{URL: pgtest.WithParam(t, roleURL, "pool_max_conns", "6"),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.PoolSize(); got != 2 {
+		t.Errorf("the pool holds up to %d connections; want 2, one below the role's limit of 3", got)
+	}
+	if strings.Contains(logs.String(), "CONNECTION LIMIT") {
+		t.Errorf("a one-shot command was warned of its pool:\n%s", logs.String())
+	}
+}
+
+// A database's CONNECTION LIMIT (ALTER DATABASE) below what a process
+// opens is told and fitted as a role's is, naming the database and the
+// statement that raises its limit.
+func TestConnectFitsThePoolToTheDatabasesConnectionLimit(t *testing.T) {
+	t.Parallel()
+	ctx := pgtest.Context(t)
+	dbURL := pgtest.NewDatabase(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	_, roleURL := pgtest.NewRole(t, dbURL)
+	pgtest.Exec(t, dbURL, `ALTER DATABASE "`+name+`" CONNECTION LIMIT 3`)
+	var logs pgtest.SyncBuffer
+	db, err := dbopen.Connect(ctx, dbopen.Options{URL: pgtest.WithParam(t, roleURL, "pool_max_conns", "6"),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), PoolInUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.PoolSize(); got != 2 {
+		t.Errorf("the pool holds up to %d connections; want 2, one below the database's limit of 3", got)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "level=WARN"); n != 1 {
+		t.Errorf("%d warnings; want one:\n%s", n, out)
+	}
+	for _, want := range []string{"the database " + name + " allows 3 connections", "pool holds up to 6", `ALTER DATABASE \"` + name + `\" CONNECTION LIMIT 8`, "database=" + name, "connection_limit=3"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the warning does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// A server started before its database answered (Dial, then
+// ReadyWhenReachable) compares its pool with the limits as soon as the
+// database first answers, before its schema is ready, and, its pool in use
+// already, says that a restart fits it and what pool_max_conns to set.
+func TestReadyWhenReachableTellsThePoolsFitOnceTheDatabaseAnswers(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t) // no pgbus schema: it cannot be readied without a migration
+	role, roleURL := pgtest.NewRole(t, dbURL)
+	pgtest.Exec(t, dbURL, "ALTER ROLE "+role+" CONNECTION LIMIT 3")
+	var logs pgtest.SyncBuffer
+	db, err := dbopen.Dial(pgtest.Context(t), dbopen.Options{URL: pgtest.WithParam(t, roleURL, "pool_max_conns", "6"), URLWords: "--database-url",
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), PoolInUse: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithCancel(pgtest.Context(t))
+	defer cancel()
+	failed := make(chan struct{})
+	var once sync.Once
+	done := make(chan error, 1)
+	go func() {
+		done <- db.ReadyWhenReachable(ctx, false, func(why error) {
+			if why != nil {
+				once.Do(func() { close(failed) })
+			}
+		})
+	}()
+	select {
+	case <-failed:
+	case err := <-done:
+		t.Fatalf("ReadyWhenReachable on a database without the schema = %v; want it to wait", err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("ReadyWhenReachable = %v; want it cancelled", err)
+	}
+	out := logs.String()
+	for _, want := range []string{"the role " + role + " allows 3 connections", "began before the database answered", "Restarting it while the database answers fits its pool to 2", "?pool_max_conns=2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the warning does not say %q:\n%s", want, out)
+		}
+	}
+	if got := db.PoolSize(); got != 6 {
+		t.Errorf("the pool in use holds up to %d connections; want the 6 it had", got)
 	}
 }
