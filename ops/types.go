@@ -9,8 +9,9 @@ import (
 
 // QueueStats is what an operator or agent wants to know about one queue.
 // TotalSent, read from the queue's id sequence by a role that may,
-// counts every id taken since the sequence's start (a queue made again
-// under a dropped one's name starts it after the ids the name had):
+// counts every id taken since the sequence's start, that is since the
+// queue was created (a queue made again under a dropped one's name starts
+// it after the ids the name had, and counts its own messages alone):
 // those of sends and retries into the queue that failed too, and after a
 // crash, or on a standby, up to 32 more a queue, which PostgreSQL logs
 // ahead for its sequences. It is a lower bound for a role that may only
@@ -39,7 +40,7 @@ type QueueStats struct {
 	CountsEstimated     bool     `json:"counts_estimated,omitempty" jsonschema_description:"True when the queue's table holds more than 1,000,000 messages or 32 MB, too many to count at each read: depth and visible then come from the database's statistics, which follow sends and deletes within seconds. in_flight, waiting_retry, scheduled and the ages stay exact; absent when the counts are exact"`
 	Archived            int64    `json:"archived" jsonschema_description:"Messages in the queue's archive"`
 	ArchivedEstimated   bool     `json:"archived_estimated,omitempty" jsonschema_description:"True when archived comes from the database's statistics: the archive holds more than 100,000 messages, or takes more than 4,096 pages (32 MB)"`
-	TotalSent           int64    `json:"total_sent" jsonschema_description:"Messages ever sent to the queue"`
+	TotalSent           int64    `json:"total_sent" jsonschema_description:"Messages sent to the queue since it was created: a queue dropped and created again counts from then, not the messages of the queue of that name before"`
 	LastHour            Counters `json:"last_hour" jsonschema_description:"Outcomes over the last 60 minutes"`
 	ThroughputPerMinute float64  `json:"throughput_per_minute" jsonschema_description:"Jobs settled (succeeded, dead-lettered or discarded) per minute, averaged over the last 5 minutes"`
 	// Latency percentiles are the upper bounds of histogram buckets (powers

@@ -72,7 +72,7 @@ func (s *Store) QueueDepths(ctx context.Context) ([]QueueDepth, error) {
 // statements, and of which queues.
 type depthRead struct {
 	archive bool   // count each queue's archive
-	sent    bool   // read how many messages were ever sent to each queue
+	sent    bool   // read how many messages were sent to each queue since it was created
 	only    string // this queue's alone, when set
 	// onlyDLQ is the DLQ of only when that is not DLQName(only): the DLQ
 	// of the queue only is a priority level of, which its messages die in.

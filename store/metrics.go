@@ -17,8 +17,8 @@ type QueueMetrics struct {
 	OldestAge        time.Duration `json:"oldest_age_ns"`
 	NewestAge        time.Duration `json:"newest_age_ns"`
 	OldestVisibleAge time.Duration `json:"oldest_visible_age_ns"`
-	// TotalSent counts every message ever sent to the queue: the ids its
-	// sequence handed out since its start; for a role that may not read
+	// TotalSent counts the messages sent to the queue since it was
+	// created: the ids its sequence handed out since its start; for a role that may not read
 	// the sequence, a lower bound of them (totalSentSQL), as QueueStats
 	// gives it.
 	TotalSent int64     `json:"total_sent"`

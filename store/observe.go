@@ -176,14 +176,15 @@ func (s *Store) priorityLevels(ctx context.Context) (map[string]int, error) {
 // tables.
 type QueueStatsOptions struct {
 	// Archive counts the messages in each queue's archive (Archived), and
-	// reads how many were ever sent (TotalSent). The archive holds the
-	// queue's history, up to its retention, so the count takes time in
-	// proportion to it: not for what is read every few seconds (health,
-	// probes, pages, watchers). Without it, Archived is 0.
+	// reads how many were sent since each queue was created (TotalSent).
+	// The archive holds the queue's history, up to its retention, so the
+	// count takes time in proportion to it: not for what is read every
+	// few seconds (health, probes, pages, watchers). Without it, Archived
+	// is 0.
 	Archive bool
-	// TotalSent reads how many messages were ever sent to each queue
-	// (TotalSent, a read of its id sequence) without counting its archive.
-	// Without it or Archive, TotalSent is 0.
+	// TotalSent reads how many messages were sent to each queue since it
+	// was created (TotalSent, a read of its id sequence) without counting
+	// its archive. Without it or Archive, TotalSent is 0.
 	TotalSent bool
 }
 
@@ -277,7 +278,8 @@ func droppedQueues(all []QueueInfo, queues []string, levels map[string]int) []st
 	return out
 }
 
-// totalSentSQL is the SQL for the number of messages ever sent to queue,
+// totalSentSQL is the SQL for the number of messages sent to queue since
+// it was created,
 // whose table's name is the parameter param: the ids its msg_id sequence
 // handed out since its start (sentOfSequenceSQL). A role granted SELECT on
 // the queue's tables alone may not read the sequence (GRANT ... ON ALL

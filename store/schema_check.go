@@ -51,7 +51,7 @@ var ErrPermission = errors.New("permission denied")
 // for the read commands and for pgbus serve --read-only, to be run by the
 // role that migrates and creates queues. USAGE and SELECT on the tables are
 // what the read commands need; SELECT on the sequences makes the count of
-// messages ever sent to a queue exact rather than a lower bound; the default
+// messages sent to a queue since it was created exact rather than a lower bound; the default
 // privileges cover the queues created later.
 func ReadGrants(role string) string { return grantsTo(role, "SELECT") }
 

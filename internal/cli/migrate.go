@@ -66,8 +66,8 @@ nothing, so a role that may only read can run them, with:
   ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON TABLES TO reader;
   ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO reader;
 
-Without the grant on sequences, the count of messages ever sent to a queue
-is a lower bound; the default privileges, granted by the role that creates
+Without the grant on sequences, the count of messages sent to a queue since
+it was created (SENT) is a lower bound; the default privileges, granted by the role that creates
 queues, cover the queues made later.
 
 A role that may also repair (an operator, or an agent's pgbus serve that may

@@ -24,7 +24,8 @@ func (a *app) queuesCommand() *cobra.Command {
   DEPTH       messages in the queue: READY + RUNNING + RETRYING + SCHEDULED
   DLQ         dead messages waiting in its dead-letter queue (pgbus dlq summary)
   ARCHIVED    finished messages kept in its archive
-  SENT        messages ever sent to it
+  SENT        messages sent to it since it was created (a queue dropped and
+              created again counts from then)
   OK/FAILED/DEAD/1H  outcomes over the last hour
   MAX RUNS    max_retries: runs per message before it is dead-lettered
   BACKOFF     the range of the waits between runs
