@@ -261,8 +261,11 @@ type RetryOptions struct {
 	// PaceFrom (the database's time when zero), the next Pace later, and
 	// so on in the order they move, so that a large retry reaches a
 	// downstream that just came back at a rate it can take, and messages
-	// sent meanwhile run between them instead of behind them all.
-	// RetryReport.VisibleUntil is when the last becomes visible.
+	// sent meanwhile run between them instead of behind them all. A
+	// guarded retry (Expect), whose one transaction lets none of them be
+	// seen before it commits, starts no earlier than the end of its moves
+	// (paceFromCommit). RetryReport.VisibleUntil is when the last becomes
+	// visible.
 	Pace     time.Duration `json:"pace,omitempty"`
 	PaceFrom time.Time     `json:"pace_from,omitzero"`
 }

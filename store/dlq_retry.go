@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -270,7 +271,7 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 			}
 			moved[i] = RetriedMessage{DLQ: r.dlq, DLQMsgID: r.id, Queue: moved[i].Queue, MsgID: newID}
 		}
-		return nil
+		return paceFromCommit(ctx, tx, refs, moved, opts)
 	})
 	for i, done := range dones { // after the commit, or the rollback
 		done(moved[i].Queue, moved[i].MsgID, err)
@@ -284,6 +285,42 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 	rep.More = more
 	if opts.Progress != nil {
 		opts.Progress(len(refs), len(refs))
+	}
+	return nil
+}
+
+// paceFromCommit starts the pace of a guarded retry no earlier than the
+// end of its moves. Its messages, moved in one transaction, are visible
+// to none before it commits: paced from a time that passed while it
+// moved them (a large set, a lock waited for), every message whose turn
+// came meanwhile would become visible at once at the commit, the burst
+// the pace is there to spare a downstream that just came back. It shifts
+// them all, still Pace apart, so that the first turn is now, just before
+// the commit, and refs' visibility times with them, which the report
+// gives.
+func paceFromCommit(ctx context.Context, tx pgx.Tx, refs []deadRef, moved []RetriedMessage, opts RetryOptions) error {
+	if opts.Pace <= 0 || opts.DryRun || len(refs) == 0 || refs[0].visibleAt.IsZero() {
+		return nil
+	}
+	var now time.Time
+	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
+		return fmt.Errorf("store: read the time to pace a retry from: %w", err)
+	}
+	shift := now.Sub(refs[0].visibleAt).Truncate(time.Microsecond)
+	if shift <= 0 {
+		return nil
+	}
+	byQueue := map[string][]int64{}
+	for _, m := range moved {
+		byQueue[m.Queue] = append(byQueue[m.Queue], m.MsgID)
+	}
+	for _, q := range slices.Sorted(maps.Keys(byQueue)) {
+		if _, err := tx.Exec(ctx, `UPDATE `+queueTable(q)+` SET vt = vt + $1::bigint * interval '1 microsecond' WHERE msg_id = ANY($2::bigint[])`, shift.Microseconds(), byQueue[q]); err != nil {
+			return fmt.Errorf("store: pace the retried messages of %s from the retry's commit: %w", q, err)
+		}
+	}
+	for i := range refs {
+		refs[i].visibleAt = refs[i].visibleAt.Add(shift)
 	}
 	return nil
 }

@@ -139,3 +139,34 @@ func TestRetryDeadPaceChecked(t *testing.T) {
 		t.Fatalf("a read after an unpaced retry got %d messages (%v); want all 3", len(got), err)
 	}
 }
+
+// A guarded paced retry moves its messages in one transaction, so none is
+// visible before it commits: a pace whose start passed while it moved
+// them (a long transaction, here a PaceFrom an hour back) starts at the
+// end of its moves instead, still Pace apart, rather than making every
+// message whose turn passed meanwhile visible at once at the commit.
+func TestRetryDeadGuardedPaceStartsAtCommit(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	deadN(t, s, q, 3, "k", "E", store.ReasonNonRetryable)
+	dry, err := s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 10, store.RetryOptions{DryRun: true, Pace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before time.Time
+	if err := s.Pool().QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	from := before.Add(-time.Hour).Truncate(time.Microsecond)
+	rep, err := s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, 10, store.RetryOptions{Expect: dry.Token, Pace: time.Minute, PaceFrom: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := visibleTimes(t, s, q)
+	spaced(t, "guarded, its pace's start passed", times, 3, time.Time{}, time.Minute, rep)
+	if times[0].Before(before) {
+		t.Errorf("the first is visible at %s, before the retry committed (after %s): every message whose turn passed meanwhile became visible at once", times[0], before)
+	}
+}

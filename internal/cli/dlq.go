@@ -383,9 +383,10 @@ messages become visible to workers N a second, one after another in the
 order they move (0.5: one every 2 seconds; 0.0167, one a minute, at the
 least, and fast enough for --limit messages to take at most 7 days),
 instead of all at once, and messages sent meanwhile run between
-them rather than behind them all. The line "paced:" says when the last one
-becomes visible; until then pgbus queue messages shows the others as
-scheduled.
+them rather than behind them all. With --expect, whose one transaction
+lets no message go before it commits, the first turn is at the commit.
+The line "paced:" says when the last one becomes visible; until then
+pgbus queue messages shows the others as scheduled.
 
 --json prints the same result as the MCP tool pgbus_dlq_retry.`,
 		Example: `  pgbus dlq retry-all --queue orders --error-class demo.Unavailable --dry-run
