@@ -111,9 +111,10 @@ func TestRetryCutByTheDatabaseStoppingNamesItsNextSteps(t *testing.T) {
 		t.Errorf("first next step %+v, want pgbus_health with no arguments, saying why", h)
 	}
 	again := m.Next[1]
-	if again.Tool != "pgbus_dlq_retry" || len(again.Arguments) != 2 || again.Arguments["queue"] != queue || again.Arguments["limit"] != float64(1000-m.PartlyDone.Done) ||
+	until, _ := again.Arguments["until"].(string)
+	if _, err := time.Parse(time.RFC3339Nano, until); err != nil || again.Tool != "pgbus_dlq_retry" || len(again.Arguments) != 3 || again.Arguments["queue"] != queue || again.Arguments["limit"] != float64(1000-m.PartlyDone.Done) ||
 		!strings.Contains(again.Why, "retries the rest") {
-		t.Errorf("second next step %+v, want the same call again with the limit left, pgbus_dlq_retry {queue: %s, limit: %d}, which retries the rest", again, queue, 1000-m.PartlyDone.Done)
+		t.Errorf("second next step %+v, want the same call again with the limit left, up to where its selection ended, pgbus_dlq_retry {queue: %s, limit: %d, until: ...}, which retries the rest", again, queue, 1000-m.PartlyDone.Done)
 	}
 	if !strings.Contains(text, "see pgbus_health or pgbus_dlq_retry {") {
 		t.Errorf("the text does not name the next steps its _meta gives: %s", text)

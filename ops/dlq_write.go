@@ -271,7 +271,24 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	if rep.Retried > 0 {
 		again.Expect = "" // which the messages moved no longer match
 	}
+	// The rest is the rest of what this call selected: the messages that
+	// died since it began, those it retried that died again among them,
+	// are not, or the same call would retry them a second time and leave
+	// as many of its own behind.
+	if rep.Retried > 0 || len(rep.Unsure) > 0 {
+		// One that retried none is the same call again, retrying them.
+		again.Filter = req.Filter.Pinned(now)
+		if !rep.SelectedUntil.IsZero() {
+			again.Filter.Until = rep.SelectedUntil.UTC().Format(time.RFC3339Nano)
+		}
+	}
 	err = partlyDoneOrNone(err, cut, "retrying", int64(rep.Retried), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
+	var pd *PartlyDone
+	if errors.As(err, &pd) && pd.Again.Op != "" {
+		if rep.Retried > 0 || len(rep.Unsure) > 0 {
+			pd.Until = again.Filter.Until
+		}
+	}
 	out = retryResult(rep)
 	if rep.Retried > 0 && (!req.DryRun || rep.DeadlinesPassed == 0) {
 		// A dry run that would move nothing has no set to guard: a call

@@ -44,6 +44,12 @@ type PartlyDone struct {
 	// the limit that is left (Left). Empty when the call did all its limit
 	// allowed before it stopped: there is no rest.
 	Again Hint
+	// Until, for a retry by filter, is the end of what it selected (RFC
+	// 3339), which Again takes as its until: the call that does the rest
+	// retries the rest of the same messages, not those that died since it
+	// began, among them those it retried that died again. "" when Again
+	// has none.
+	Until string
 }
 
 func (e *PartlyDone) Error() string {
@@ -51,8 +57,15 @@ func (e *PartlyDone) Error() string {
 		return fmt.Sprintf("%v: %s", e.Err, e.Stopped())
 	}
 	again := "the same call again"
+	var with []string
 	if left := e.Left(); left > 0 {
-		again += " with limit " + strconv.FormatInt(left, 10)
+		with = append(with, "limit "+strconv.FormatInt(left, 10))
+	}
+	if e.Until != "" {
+		with = append(with, "until "+e.Until)
+	}
+	if len(with) > 0 {
+		again += " with " + strings.Join(with, " and ")
 	}
 	return fmt.Sprintf("%v: %s; %s %s", e.Err, e.Stopped(), again, e.Rest())
 }

@@ -65,11 +65,11 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		if !errors.As(err, &pd) || !errors.Is(err, context.Canceled) || moved == 0 || moved == 600 || r.Retried != int(moved) || pd.Done != int64(moved) {
 			t.Fatalf("stopped retry = %d retried, %v; want a PartlyDone counting the %d moved", r.Retried, err, moved)
 		}
-		if !strings.Contains(err.Error(), "stopped after retrying 500 of up to 100,000 dead messages") || !strings.Contains(err.Error(), "the same call again with limit 99500 retries the rest") {
+		if !strings.Contains(err.Error(), "stopped after retrying 500 of up to 100,000 dead messages") || pd.Until == "" || !strings.Contains(err.Error(), "the same call again with limit 99500 and until "+pd.Until+" retries the rest") {
 			t.Errorf("error %q does not say how many moved and what to do", err)
 		}
-		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_retry","args":{"limit":99500,"queue":"`+q+`"},"why":"retries the rest"}]`; got != want {
-			t.Errorf("next steps %s, want the same call again with the limit left, %s", got, want)
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_retry","args":{"limit":99500,"queue":"`+q+`","until":"`+pd.Until+`"},"why":"retries the rest"}]`; got != want {
+			t.Errorf("next steps %s, want the same call again with the limit left, up to where its selection ended, %s", got, want)
 		}
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQRetry)
 		if m["retried"] != float64(moved) || !strings.Contains(m["error"].(string), "context canceled") {
@@ -160,5 +160,43 @@ func TestPartlyDoneOfNone(t *testing.T) {
 	}
 	if p.Left() != 0 {
 		t.Errorf("Left = %d; want 0: the same call keeps its own limit", p.Left())
+	}
+}
+
+// A retry by filter stopped partway names, as the call that does the
+// rest, the same filter ending where its own selection ended: that call
+// retries the rest of the same messages, and leaves the ones that died
+// since, such as those the stopped call retried that died again, which a
+// retry of "the rest" would otherwise retry a second time, spending its
+// limit on them and leaving as many of the rest behind.
+func TestStoppedRetryRestLeavesThoseDeadSince(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	svc := newService(t, s, ops.Options{})
+	base := testContext(t)
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{})
+	ctx, progress := cancelAfterFirst(base)
+	_, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 100000, Progress: progress})
+	var pd *ops.PartlyDone
+	if !errors.As(err, &pd) || pd.Done == 0 || pd.Done == 600 || pd.Again.Op != ops.OpDLQRetry {
+		t.Fatalf("stopped retry: %v; want a PartlyDone with the call that does the rest", err)
+	}
+	rest := 600 - int(pd.Done)
+	// Messages that die after the stopped call began, as those it retried
+	// do when their downstream still fails.
+	pgtest.DeadLetterN(t, s, q, 7, pgtest.DeadSpec{})
+
+	until, _ := pd.Again.Args["until"].(string)
+	if until == "" || !strings.Contains(err.Error(), "until "+until) {
+		t.Fatalf("the call that does the rest, %+v (error %q), names no until: it would retry the messages that died since too", pd.Again, err)
+	}
+	limit, _ := pd.Again.Args["limit"].(int)
+	r, err := svc.DLQRetry(base, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q, Until: until}, Limit: limit})
+	if err != nil || r.Retried != rest {
+		t.Fatalf("the rest = %d retried, %v; want the %d left of the stopped call's messages", r.Retried, err, rest)
+	}
+	if left, err := svc.DLQRetry(base, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, DryRun: true}); err != nil || left.Retried != 7 {
+		t.Fatalf("left in the DLQ: %d, %v; want the 7 that died since", left.Retried, err)
 	}
 }

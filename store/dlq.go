@@ -321,6 +321,14 @@ type RetryReport struct {
 	// gave up, after the move was sent (OutcomeUnknown). They are counted
 	// neither in Retried nor in Failed.
 	Unsure []DeadID `json:"unsure,omitempty"`
+	// SelectedUntil, for RetryDeadMatching, is the end of what it
+	// selected: messages dead-lettered before it (the filter's Until, or
+	// the server's time as the call began when that is earlier or none
+	// was given; deadFrozen). A call that does the rest of one stopped
+	// partway takes it as its Until, so that it selects the rest of the
+	// same messages, not those that died since, such as those this one
+	// retried that died again.
+	SelectedUntil time.Time `json:"-"`
 
 	firstErr error
 	goneErr  error           // the first Gone's

@@ -193,6 +193,7 @@ func (s *Store) RetryDeadMatching(ctx context.Context, f DeadFilter, limit int, 
 	if err != nil {
 		return rep, err
 	}
+	rep.SelectedUntil = f.Until
 	if opts.Began != nil {
 		opts.Began()
 	}

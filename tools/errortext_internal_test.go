@@ -51,6 +51,14 @@ func TestErrorTextCountsWhatAStoppedCallDid(t *testing.T) {
 	if got != want {
 		t.Errorf("errorText = %q, want %q", got, want)
 	}
+	// A retry by filter names the end of its selection too: the rest is
+	// the rest of its messages, not those that died since.
+	until := "2026-12-07T18:59:01.123456Z"
+	err = &ops.PartlyDone{Verb: "retrying", Done: 2032, Limit: 100000, Err: context.Canceled, Until: until,
+		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "orders", "limit": 97968, "until": until}, Why: "retries the rest"}}
+	if got, want := errorText(err, relay{}), `the same call again with "limit": 97968 and "until": "`+until+`" retries the rest`; !strings.Contains(got, want) {
+		t.Errorf("errorText = %q, want it to say %q", got, want)
+	}
 }
 
 // A call cancelled without next steps from the operations layer (a read,

@@ -109,8 +109,16 @@ func errorText(err error, r relay) string {
 			return why + "; it " + pd.Stopped() + hintText(next, r)
 		}
 		again := "the same call again"
+		var with []string
 		if left := pd.Left(); left > 0 {
-			again += ` with "limit": ` + strconv.FormatInt(left, 10)
+			with = append(with, `"limit": `+strconv.FormatInt(left, 10))
+		}
+		if pd.Until != "" {
+			// The rest of the same messages, not those that died since.
+			with = append(with, `"until": "`+pd.Until+`"`)
+		}
+		if len(with) > 0 {
+			again += " with " + strings.Join(with, " and ")
 		}
 		return why + "; it " + pd.Stopped() + ": " + again + " " + pd.Rest() + hintText(next, r)
 	case errors.Is(err, ops.ErrInvalid), errors.Is(err, ops.ErrNotFound):

@@ -31,3 +31,15 @@ func TestStoppedPartwayNamesTheCommand(t *testing.T) {
 		t.Errorf("retry cut off: %q; want the command named once", got)
 	}
 }
+
+// A retry by filter cut off partway says to run the same command again up
+// to where its selection ended, so that it retries the rest of the same
+// messages and not those that died since.
+func TestStoppedRetryNamesTheUntilOfTheRest(t *testing.T) {
+	until := "2026-12-07T18:59:01.123456Z"
+	p := &ops.PartlyDone{Verb: "retrying", Done: 336, Limit: 1000, Err: ops.ErrUnavailable, Until: until,
+		Again: ops.Hint{Op: ops.OpDLQRetry, Args: map[string]any{"queue": "reports", "limit": 664, "confirm": true, "until": until}}}
+	if got, want := runAgain(p), "run the same command again with --limit 664 --until "+until; got != want {
+		t.Errorf("runAgain = %q, want %q", got, want)
+	}
+}

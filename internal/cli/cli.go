@@ -203,8 +203,16 @@ func (a *app) partlyDone(p *ops.PartlyDone, err error) error {
 // with the limit that is left: with its own, the two would do more than
 // the limit asked for.
 func runAgain(p *ops.PartlyDone) string {
+	var with []string
 	if left := p.Left(); left > 0 {
-		return fmt.Sprintf("run the same command again with --limit %d", left)
+		with = append(with, fmt.Sprintf("--limit %d", left))
+	}
+	if p.Until != "" {
+		// The rest of the same messages, not those that died since.
+		with = append(with, "--until "+p.Until)
+	}
+	if len(with) > 0 {
+		return "run the same command again with " + strings.Join(with, " ")
 	}
 	return "run the same command again"
 }

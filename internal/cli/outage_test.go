@@ -40,6 +40,7 @@ func TestRetryAllCutByTheDatabaseStopping(t *testing.T) {
 		t.Errorf("stderr does not say the database does not answer, or takes no connections:\n%s", msg)
 	}
 	for _, want := range []string{"which stay retried", fmt.Sprintf("run the same command again with --limit %d once it answers (pgbus health says when): it retries the rest", c.left(t))} {
+		msg := withoutUntil(t, msg)
 		if !strings.Contains(msg, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, msg)
 		}
@@ -192,9 +193,9 @@ func TestRetryAllCutSaysHowMuchItDidInJSON(t *testing.T) {
 	// The messages that may or may not have been retried, if any, are
 	// looked at in their DLQ and their queue before the same call again.
 	if steps := 2 + 2*min(unsure, 1); len(e.Next) != steps || e.Next[0].Command != "pgbus health" || e.Next[0].Why == "" ||
-		e.Next[steps-1].Command != fmt.Sprintf("pgbus dlq retry-all --limit %d --queue outage --yes", c.left(t)) || !strings.HasPrefix(e.Next[steps-1].Why, "retries the rest") ||
+		!regexp.MustCompile(fmt.Sprintf(`^pgbus dlq retry-all --limit %d --queue outage --until \S+ --yes$`, c.left(t))).MatchString(e.Next[steps-1].Command) || !strings.HasPrefix(e.Next[steps-1].Why, "retries the rest") ||
 		unsure > 0 && (e.Next[1].Command != "pgbus dlq list --queue outage" || e.Next[2].Command != "pgbus queues outage") {
-		t.Errorf("next %+v; want pgbus health, what to look at of any it may have retried, then the same command again with the limit left, which retries the rest", e.Next)
+		t.Errorf("next %+v; want pgbus health, what to look at of any it may have retried, then the same command again with the limit left, up to where its selection ended, which retries the rest", e.Next)
 	}
 }
 
@@ -430,8 +431,14 @@ func TestRetryAllCutByABouncerRestart(t *testing.T) {
 				fmt.Sprintf("run the same command again with --limit %d once it answers (pgbus health says when): it retries the rest once you have looked", 100000-unsure),
 			}
 		}
+		said := msg
+		if unsure > 0 {
+			// Some may have been retried: the rest ends where its
+			// selection ended.
+			said = withoutUntil(t, msg)
+		}
 		for _, want := range wants {
-			if !strings.Contains(msg, want) {
+			if !strings.Contains(said, want) {
 				t.Errorf("stderr does not say %q:\n%s", want, msg)
 			}
 		}
@@ -460,7 +467,7 @@ func retryAllCutPartwayByABouncerRestart(t *testing.T) {
 	}
 	said, unsure := c.saidRetried(t), c.saidUnsure(t)
 	// "which stays retried" when it retried one.
-	if want := fmt.Sprintf("run the same command again with --limit %d", c.left(t)); !regexp.MustCompile(`which stays? retried`).MatchString(msg) || !strings.Contains(msg, want) {
+	if want := fmt.Sprintf("run the same command again with --limit %d", c.left(t)); !regexp.MustCompile(`which stays? retried`).MatchString(msg) || !strings.Contains(withoutUntil(t, msg), want) {
 		t.Errorf("stderr does not say what stays retried and %q:\n%s", want, msg)
 	}
 	var n, retried int
@@ -471,4 +478,24 @@ func retryAllCutPartwayByABouncerRestart(t *testing.T) {
 	if live, dead, _ := c.counts(t); live < said || live > said+unsure || live+dead != c.n {
 		t.Errorf("after PgBouncer's restart: %d in the queue, %d dead; want the %d it said it retried, and at most the %d it said may have been besides, and %d in all", live, dead, said, unsure, c.n)
 	}
+}
+
+// sameAgainUntil is the --until that the command doing the rest of a
+// stopped retry-all takes: where the stopped one's selection ended.
+var sameAgainUntil = regexp.MustCompile(`(run the same command again with(?: --limit \d+)?) --until (\S+)`)
+
+// withoutUntil is msg, which must name the command doing the rest of a
+// stopped retry-all with an --until that is a time, without that --until,
+// for the words around it.
+func withoutUntil(t *testing.T, msg string) string {
+	t.Helper()
+	m := sameAgainUntil.FindStringSubmatch(msg)
+	if m == nil {
+		t.Errorf("stderr names no --until for the command that does the rest, which would retry the messages that died since:\n%s", msg)
+		return msg
+	}
+	if _, err := time.Parse(time.RFC3339Nano, m[2]); err != nil {
+		t.Errorf("the --until %q of the command that does the rest is no time: %v", m[2], err)
+	}
+	return sameAgainUntil.ReplaceAllString(msg, "$1")
 }
