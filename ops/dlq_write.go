@@ -288,6 +288,13 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 		if rep.Retried > 0 || len(rep.Unsure) > 0 {
 			pd.Until = again.Filter.Until
 		}
+		if pace > 0 && rep.VisibleUntil.After(s.now()) {
+			// The messages it moved still wait their turns: the rest
+			// belongs after them, as after a paced call that reached
+			// its limit.
+			pd.VisibleUntil = rep.VisibleUntil
+			pd.Again.Why = pd.Rest()
+		}
 	}
 	out = retryResult(rep)
 	if rep.Retried > 0 && (!req.DryRun || rep.DeadlinesPassed == 0) {

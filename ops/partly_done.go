@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/plural"
 	"github.com/pgbus/pgbus/store"
@@ -50,6 +51,11 @@ type PartlyDone struct {
 	// began, among them those it retried that died again. "" when Again
 	// has none.
 	Until string
+	// VisibleUntil, for a paced retry, is when the last message it moved
+	// becomes visible: the call that does the rest belongs after it, at
+	// the same rate, or the two reach the downstream at twice the rate.
+	// Zero when there is no pace, or all are visible already.
+	VisibleUntil time.Time
 }
 
 func (e *PartlyDone) Error() string {
@@ -157,16 +163,20 @@ func (e *PartlyDone) unsure(more string) string {
 // that did none.
 func (e *PartlyDone) Rest() string {
 	w := partlyWords[e.Verb]
+	paced := ""
+	if !e.VisibleUntil.IsZero() {
+		paced = ", at the same rate once the messages it moved are all visible (at " + e.VisibleUntil.UTC().Format(time.RFC3339) + "); made before, the two share the queues' turns at twice the rate"
+	}
 	switch {
 	case len(e.Unsure) > 0 && e.Limit > 0:
-		return fmt.Sprintf("%s once you have looked, its limit counting the %s that may have been %s as %s, so that the two never %s more than the limit asked for",
-			w.rest, thousands(int64(len(e.Unsure))), w.done, w.done, w.verb)
+		return fmt.Sprintf("%s once you have looked, its limit counting the %s that may have been %s as %s, so that the two never %s more than the limit asked for%s",
+			w.rest, thousands(int64(len(e.Unsure))), w.done, w.done, w.verb, paced)
 	case len(e.Unsure) > 0:
-		return w.rest + " once you have looked"
+		return w.rest + " once you have looked" + paced
 	case e.Done == 0:
 		return w.all
 	}
-	return w.rest
+	return w.rest + paced
 }
 
 // partlyWords word a PartlyDone of each verb: what it handles, what the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -198,5 +199,33 @@ func TestStoppedRetryRestLeavesThoseDeadSince(t *testing.T) {
 	}
 	if left, err := svc.DLQRetry(base, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, DryRun: true}); err != nil || left.Retried != 7 {
 		t.Fatalf("left in the DLQ: %d, %v; want the 7 that died since", left.Retried, err)
+	}
+}
+
+// A paced retry stopped partway leaves the messages it moved waiting their
+// turns: the call that does the rest says to make it once they are all
+// visible, at the same rate, as the next call of a paced retry that reached
+// its limit does; made at once, the two would reach the downstream at
+// twice the rate asked for.
+func TestStoppedPacedRetrySaysWhenTheRestBelongs(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{})
+	ctx, progress := cancelAfterFirst(testContext(t))
+	r, err := svc.DLQRetry(ctx, ops.DLQRetryRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 100000, Rate: 1, Progress: progress})
+	var pd *ops.PartlyDone
+	if !errors.As(err, &pd) || pd.Done == 0 || pd.Again.Op != ops.OpDLQRetry || r.VisibleUntil == nil {
+		t.Fatalf("stopped paced retry = %+v, %v; want a PartlyDone with the call that does the rest, and when the last it moved becomes visible", r, err)
+	}
+	when := r.VisibleUntil.Format(time.RFC3339)
+	for _, said := range []string{err.Error(), pd.Again.Why} {
+		if !strings.Contains(said, "once the messages it moved are all visible (at "+when+")") || !strings.Contains(said, "twice the rate") {
+			t.Errorf("%q does not say that the rest belongs after %s, when the messages moved are all visible", said, when)
+		}
+	}
+	if rate, _ := pd.Again.Args["rate"].(float64); rate != 1 {
+		t.Errorf("the call that does the rest, %+v, is not at the same rate", pd.Again)
 	}
 }
