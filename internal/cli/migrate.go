@@ -67,8 +67,8 @@ nothing, so a role that may only read can run them, with:
   ALTER DEFAULT PRIVILEGES IN SCHEMA pgmq, pgbus GRANT SELECT ON SEQUENCES TO reader;
 
 Without the grant on sequences, the count of messages sent to a queue since
-it was created (SENT) is a lower bound; the default privileges, granted by the role that creates
-queues, cover the queues made later.
+it was created (SENT) is a lower bound; the default privileges, granted by
+the role that creates queues, cover the queues made later.
 
 A role that may also repair (an operator, or an agent's pgbus serve that may
 retry) needs INSERT, UPDATE and DELETE on those tables too, and no more:
