@@ -88,9 +88,13 @@ func shortTempDir(t *testing.T) string {
 }
 
 // page waits for the dashboard page named (the template on its main
-// element).
+// element), parsed whole: the browser shows a page as its HTML comes, and
+// on a busy machine its main element may be on screen long before the
+// rows of a long list below it. The caller's context bounds the wait.
 func page(name string) chromedp.Action[chromedp.Void] {
-	return chromedp.WaitVisible(chromedp.CSS(`main[data-page="` + name + `"]`))
+	return chromedp.Steps(chromedp.WaitVisible(chromedp.CSS(`main[data-page="`+name+`"]`)),
+		chromedp.Poll[chromedp.Void](`document.readyState === "complete"`,
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(0)))
 }
 
 // tab drives one browser tab for a test, failing it on the first error.
