@@ -43,7 +43,7 @@ func collidingDLQs(t *testing.T, s *store.Store) collision {
 // source queue without its dead-letter block.
 func TestRetryByIDsOutcomes(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	c := collidingDLQs(t, s)
@@ -133,7 +133,7 @@ func sorted(s ...string) []string {
 // A dry run reports would_retry for what would move and moves nothing.
 func TestRetryByIDsDryRun(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	c := collidingDLQs(t, s)
@@ -167,7 +167,7 @@ func TestRetryByIDsDryRun(t *testing.T) {
 // moves), and discarded into the DLQ's archive.
 func TestDiscardByIDsOutcomes(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	c := collidingDLQs(t, s)
@@ -213,7 +213,7 @@ func TestDiscardByIDsOutcomes(t *testing.T) {
 // the DLQ, while the ids of other DLQs are handled.
 func TestByIDsFailureNamesTheDLQ(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	broken, fine := newQueue(t, s, nil), newQueue(t, s, nil)
@@ -254,7 +254,7 @@ func TestByIDsFailureNamesTheDLQ(t *testing.T) {
 // each get their own DLQ's outcome.
 func TestByIDsLocateAcrossDLQs(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	for _, op := range []string{"retry", "discard"} {
