@@ -3,6 +3,7 @@ package tools_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -16,7 +17,10 @@ func TestToolReadingEveryDLQWhileQueuesChange(t *testing.T) {
 	t.Parallel()
 	const tries = 8 // the reads of every DLQ a call makes
 	url, drops := pgtest.DroppedUnderDeadReads(t, tries)
-	e := newEnvOn(t, pgtest.OpenStore(t, url), ops.Options{})
+	// Each read waits for a drop, which a busy machine may take seconds
+	// to make: a call timeout as long as the call's context keeps the
+	// default's 30s from cutting the call short before its last read.
+	e := newEnvOn(t, pgtest.OpenStore(t, url), ops.Options{DatabaseCallTimeout: 2 * time.Minute})
 	res := e.call(t, "pgbus_dlq_list", map[string]any{})
 	text := resultText(res)
 	if n := drops(); n != tries {
