@@ -32,12 +32,11 @@ func TestShowOfAMessageThatCameBack(t *testing.T) {
 // both, in its dry run and its real call.
 func TestRetryByIDsCountsComebacksOfEveryDLQ(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	back := pgtest.DeadSpec{Kind: "back", Headers: `{"pgbus_kind": "back", "pgbus_dlq_retries": 1}`}
-	// Ids no other test's DLQ holds: the store is shared, and fixed ones
-	// (1000, 2000) were now and then another's too, and ambiguous.
+	// Ids apart from other queues', as every test's are (pgtest.DLQStart).
 	first := pgtest.DLQStart()
 	a, b := newQueueAt(t, s, first, nil), newQueueAt(t, s, first+1000, nil)
 	ids := append(pgtest.DeadLetter(t, s, a, back, pgtest.DeadSpec{}), pgtest.DeadLetter(t, s, b, back)...)

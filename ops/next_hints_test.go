@@ -332,7 +332,7 @@ func TestMoveOfNothingSelected(t *testing.T) {
 // the clearing of deadlines go with it.
 func TestAmbiguousIDHintsKeepTheCall(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	first := pgtest.DLQStart()

@@ -42,7 +42,7 @@ func liveTimes(t *testing.T, s *store.Store, queues ...string) []time.Time {
 // nothing of it.
 func TestRetryAtARate(t *testing.T) {
 	t.Parallel()
-	s := testStore(t)
+	s := isolatedStore(t) // its calls by ids alone read every DLQ
 	ctx := testContext(t)
 	svc := newService(t, s, ops.Options{})
 	a, b := newQueue(t, s, nil), newQueue(t, s, nil)
