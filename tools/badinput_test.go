@@ -23,7 +23,9 @@ import (
 // names the problem and says what to pass, and the server keeps serving.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, ops.Options{})
+	// Its own database: corrected payloads are checked once their ids are
+	// found, and ids alone are looked for in every DLQ.
+	e := newIsolatedEnv(t, ops.Options{})
 	q := newQueue(t, e.st)
 	ids := pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "k", Class: "E", Message: "m"})
 	huge := strings.Repeat("a", 1<<20)

@@ -125,7 +125,8 @@ func TestReadOnlyChecksCallsAsWritable(t *testing.T) {
 // are still relayed whole, and nothing changes.
 func TestReadOnlyRefusesWhatIsNotThere(t *testing.T) {
 	t.Parallel()
-	st := testStore(t)
+	// Its own database: its calls by ids alone read every DLQ.
+	st := pgtest.OpenStore(t, pgtest.NewDatabase(t))
 	first := pgtest.DLQStart()
 	a, b := newQueueAt(t, st, first), newQueueAt(t, st, first)
 	ida := pgtest.DeadLetterN(t, st, a, 2, pgtest.DeadSpec{Kind: "k"})
