@@ -95,3 +95,39 @@ func TestConnectAdviceOfAConnectionCutAtTLS(t *testing.T) {
 		t.Errorf("advice for a connection cut as it asked for TLS (%v): %q; want to check that the server runs", err, got)
 	}
 }
+
+// A server that takes the connection and does not answer the client's
+// TLS request within connect_timeout (overloaded, or frozen) is told as
+// one that did not answer in time, as it is when it does not answer the
+// login: the advice was to check the server's certificate, which had
+// nothing to do with it.
+func TestConnectAdviceOfATLSRequestUnanswered(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	addr := ln.Addr().(*net.TCPAddr)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // read nothing, answer nothing
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = pgconn.Connect(ctx, fmt.Sprintf("postgres://u@127.0.0.1:%d/db?sslmode=prefer&connect_timeout=1", addr.Port))
+	if err == nil {
+		t.Fatal("connected to a server that does not answer")
+	}
+	if !strings.Contains(err.Error(), "tls error") || !pgconn.Timeout(err) {
+		t.Fatalf("the connection's error is not the TLS request's timeout: %v", err)
+	}
+	if got := connectAdvice(err); strings.Contains(got, "certificate") || !strings.Contains(got, "did not answer in time") || !strings.Contains(got, "host and port") {
+		t.Errorf("advice for a TLS request unanswered (%v): %q; want that the server did not answer in time", err, got)
+	}
+}

@@ -552,7 +552,10 @@ func connectAdvice(err error) string {
 		if strings.Contains(err.Error(), "server refused TLS connection") {
 			return "the server offers no TLS, which the database URL's sslmode (require, verify-ca or verify-full) asks for: enable TLS on the server (ssl = on, with its certificate), or, on a network you trust, set sslmode=prefer or sslmode=disable in the database URL"
 		}
-		if strings.Contains(err.Error(), "tls error") && !cutAtTLS(err) {
+		// A TLS request unanswered within connect_timeout is a server
+		// that did not answer in time, told below, not a handshake that
+		// failed.
+		if strings.Contains(err.Error(), "tls error") && !cutAtTLS(err) && !pgconn.Timeout(err) {
 			return "the TLS handshake with the server failed: check the server's certificate against the database URL's sslmode and sslrootcert (verify-ca and verify-full check it against the authorities sslrootcert names; verify-full also its host name)"
 		}
 		if pgconn.Timeout(err) {
