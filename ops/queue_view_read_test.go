@@ -3,6 +3,7 @@ package ops_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/secrettest"
 	"github.com/pgbus/pgbus/ops"
@@ -36,7 +37,10 @@ func TestQueueMessagesWaitingForTheGateHaveNotReadTheirPayloads(t *testing.T) {
 	// Each list reads both payloads whole (FullBounds), and the gate holds
 	// one list's.
 	size := int64(2 * len(payload))
-	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: size})
+	// The call that waits counts its wait in its call timeout: a bound
+	// as long as the test's context keeps a busy machine's slow read of
+	// the other call's payloads from ending it.
+	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: size, DatabaseCallTimeout: 2 * time.Minute})
 	req := ops.QueueMessagesRequest{Queue: q, IncludePayload: true}
 	lists, errs, readWhileWaiting := twoCallsAtTheGate(t, svc, func() (ops.LiveMessages, error) { return svc.QueueMessages(ctx, req) })
 	// The list holding the gate reads its payloads once it holds it (or,

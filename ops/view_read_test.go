@@ -23,7 +23,10 @@ func TestViewWaitingForTheGateHasNotReadItsPayload(t *testing.T) {
 	payload := secrettest.LargeExport(1 << 20)
 	id := pgtest.DeadLetter(t, s, q, pgtest.DeadSpec{Kind: "k", Message: "boom", Payload: payload})[0]
 	size := int64(len(payload))
-	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: size})
+	// The call that waits counts its wait in its call timeout: a bound
+	// as long as the test's context keeps a busy machine's slow read of
+	// the other call's payloads from ending it.
+	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: size, DatabaseCallTimeout: 2 * time.Minute})
 	req := ops.DLQShowRequest{Queue: q, MsgID: id, IncludePayload: true}
 	views, errs, readWhileWaiting := twoCallsAtTheGate(t, svc, func() (ops.DeadMessage, error) { return svc.DLQShow(ctx, req) })
 	// The view holding the gate reads its payload once it holds it (or,
