@@ -3,6 +3,7 @@ package ops_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/ops"
@@ -43,7 +44,10 @@ func wantQueuesChanged(t *testing.T, what string, err error, drops int) {
 func TestListOfEveryDLQChangingUnderEachRead(t *testing.T) {
 	t.Parallel()
 	url, drops := pgtest.DroppedUnderDeadReads(t, deadReadTries)
-	svc := newService(t, pgtest.OpenStore(t, url), ops.Options{})
+	// Each read waits for a drop, which a busy machine may take seconds
+	// to make: a call timeout as long as the call's context keeps the
+	// default's 30s from cutting the call short before its last read.
+	svc := newService(t, pgtest.OpenStore(t, url), ops.Options{DatabaseCallTimeout: 2 * time.Minute})
 	_, err := svc.DLQList(testContext(t), ops.DLQListRequest{Limit: 10})
 	wantQueuesChanged(t, "list of every DLQ", err, drops())
 	if next := ops.NextSteps(err); len(next) != 1 || !hasHint(next, ops.OpDLQList, map[string]any{"limit": 10}) {
