@@ -16,7 +16,10 @@ func TestDLQListWhileQueuesChange(t *testing.T) {
 	t.Parallel()
 	const tries = 8 // the reads of every DLQ a command makes
 	url, drops := pgtest.DroppedUnderDeadReads(t, tries)
-	r := pgbus(t, []string{"DATABASE_URL=" + url}, "dlq", "list", "--json")
+	// Each read waits for a drop, which a busy machine may take seconds
+	// to make: a call timeout of two minutes keeps the default's 30s from
+	// cutting the command short before its last read.
+	r := pgbus(t, []string{"DATABASE_URL=" + url, "PGBUS_DATABASE_CALL_TIMEOUT=2m"}, "dlq", "list", "--json")
 	if n := drops(); n != tries {
 		t.Errorf("dlq list: %d DLQs dropped under its reads; want %d", n, tries)
 	}
