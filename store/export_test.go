@@ -210,3 +210,12 @@ func SetArchiveFindBatch(tb testing.TB, n int) {
 	archiveFindBatch = n
 	tb.Cleanup(func() { archiveFindBatch = old })
 }
+
+// SetKeysPruneBatch makes retention delete at most n idempotency keys per
+// statement until the test ends. A test that changes it does not run in
+// parallel.
+func SetKeysPruneBatch(tb testing.TB, n int) {
+	old := keysPruneBatch
+	keysPruneBatch = n
+	tb.Cleanup(func() { keysPruneBatch = old })
+}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -268,6 +267,11 @@ func pruneArchivedSQL(queue string) string {
 			coalesce((SELECT max(archived_at) FROM pick), $4)`
 }
 
+// keysPruneBatch is how many idempotency keys one statement of a
+// retention pass looks at, deleting those no send would honour any more.
+// A variable so that tests can lower it.
+var keysPruneBatch = 10000
+
 // pruneKeys deletes the idempotency keys of physical queue queue that no
 // send would honour any more, those older than its archive retention age
 // whose message is neither live nor archived within age, and returns how
@@ -275,27 +279,104 @@ func pruneArchivedSQL(queue string) string {
 // delay, or retried for long, stays live past any retention, and one
 // archived after such a life is kept for age from then. Each key left is
 // looked up by its message's id in both tables' primary keys, and is its
-// message's only with its enqueued_at (keyInForceSQL). Its lock
-// waits are bounded as PruneArchived's.
+// message's only with its enqueued_at (keyInForceSQL).
+//
+// It looks at keysPruneBatch keys to a statement, each a transaction of
+// its own whose lock waits are bounded as PruneArchived's, oldest first
+// along the keys' index by queue and time, from the key where the last
+// batch ended (by time, then key: the keys of a batch of sends share one
+// time, and those in force stay, so a batch never starts at the same key
+// twice). A backlog of millions so goes over many short statements, each
+// well within a database call's bound, rather than one long transaction
+// that, once it ran past that bound, failed on every pass.
 func (s *Store) pruneKeys(ctx context.Context, queue string, age time.Duration) (int64, error) {
-	var tag pgconn.CommandTag
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if err := setLockTimeout(ctx, tx, pruneLockWait(ctx)); err != nil {
-			return err
+	sql := pruneKeysSQL(queue)
+	var total int64
+	var afterKey string
+	after := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	for {
+		var picked, deleted int64
+		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			if err := setLockTimeout(ctx, tx, pruneLockWait(ctx)); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, sql, queue, age.Microseconds(), keysPruneBatch, after, afterKey).
+				Scan(&picked, &deleted, &after, &afterKey)
+		})
+		if err != nil {
+			return total, s.archiveErr(ctx, err, "prune the idempotency keys of", queue)
 		}
-		var err error
-		tag, err = tx.Exec(ctx, `DELETE FROM pgbus.idempotency_keys k
-		WHERE k.queue_name = $1 AND k.created_at < now() - $2 * interval '1 microsecond'
-		  AND NOT EXISTS (SELECT 1 FROM `+queueTable(queue)+` q WHERE q.msg_id = k.msg_id AND q.enqueued_at = k.created_at)
-		  AND NOT EXISTS (SELECT 1 FROM `+archiveTable(queue)+` a WHERE a.msg_id = k.msg_id AND a.enqueued_at = k.created_at
-		                  AND a.archived_at > now() - $2 * interval '1 microsecond')`, queue, age.Microseconds())
-		return err
-	})
-	if err != nil {
-		return 0, s.archiveErr(ctx, err, "prune the idempotency keys of", queue)
+		total += deleted
+		if picked < int64(keysPruneBatch) {
+			return total, nil
+		}
 	}
-	return tag.RowsAffected(), nil
 }
+
+// pruneKeysSQL is one batch of pruneKeys: $1 the queue, $2 the age in
+// microseconds, $3 the batch size, $4 and $5 the time and key the last
+// batch ended at. It returns how many keys it looked at, how many went,
+// and where the next batch starts.
+func pruneKeysSQL(queue string) string {
+	return `WITH pick AS MATERIALIZED (
+			SELECT ctid, created_at, key FROM pgbus.idempotency_keys
+			WHERE queue_name = $1 AND created_at < now() - $2 * interval '1 microsecond'
+			  AND created_at >= $4 AND (created_at > $4 OR key > $5)
+			ORDER BY created_at, key LIMIT $3
+		), d AS (
+			DELETE FROM pgbus.idempotency_keys k WHERE k.ctid = ANY(ARRAY(SELECT ctid FROM pick))
+			  AND k.queue_name = $1 AND k.created_at < now() - $2 * interval '1 microsecond'
+			  AND NOT EXISTS (SELECT 1 FROM ` + queueTable(queue) + ` q WHERE q.msg_id = k.msg_id AND q.enqueued_at = k.created_at)
+			  AND NOT EXISTS (SELECT 1 FROM ` + archiveTable(queue) + ` a WHERE a.msg_id = k.msg_id AND a.enqueued_at = k.created_at
+			                  AND a.archived_at > now() - $2 * interval '1 microsecond')
+			RETURNING 1
+		), last AS (
+			SELECT created_at, key FROM pick ORDER BY created_at DESC, key DESC LIMIT 1
+		)
+		SELECT (SELECT count(*) FROM pick), (SELECT count(*) FROM d),
+			coalesce((SELECT created_at FROM last), $4), coalesce((SELECT key FROM last), $5)`
+}
+
+// pruneGoneKeys deletes the idempotency keys older than age of the queues
+// that are not among listed, those whose tables are gone (dropped outside
+// pgbus, which leaves them), with no message left to keep them, and
+// returns how many went. It deletes keysPruneBatch keys to a statement, as
+// pruneKeys does, oldest first from where the last batch ended.
+func (s *Store) pruneGoneKeys(ctx context.Context, age time.Duration, listed []string) (int64, error) {
+	var total int64
+	var afterQueue, afterKey string
+	after := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	for {
+		var picked, deleted int64
+		if err := s.db.QueryRow(ctx, pruneGoneKeysSQL, age.Microseconds(), listed, keysPruneBatch, after, afterQueue, afterKey).
+			Scan(&picked, &deleted, &after, &afterQueue, &afterKey); err != nil {
+			return total, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
+		}
+		total += deleted
+		if picked < int64(keysPruneBatch) {
+			return total, nil
+		}
+	}
+}
+
+// pruneGoneKeysSQL is one batch of pruneGoneKeys: $1 the age in
+// microseconds, $2 the queues listed, $3 the batch size, $4, $5 and $6 the
+// time, queue and key the last batch ended at. It returns how many keys it
+// looked at, how many went, and where the next batch starts.
+const pruneGoneKeysSQL = `WITH pick AS MATERIALIZED (
+		SELECT ctid, created_at, queue_name, key FROM pgbus.idempotency_keys
+		WHERE created_at < now() - $1 * interval '1 microsecond' AND queue_name <> ALL($2)
+		  AND created_at >= $4 AND (created_at > $4 OR (queue_name, key) > ($5, $6))
+		ORDER BY created_at, queue_name, key LIMIT $3
+	), d AS (
+		DELETE FROM pgbus.idempotency_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick))
+		  AND created_at < now() - $1 * interval '1 microsecond' AND queue_name <> ALL($2)
+		RETURNING 1
+	), last AS (
+		SELECT created_at, queue_name, key FROM pick ORDER BY created_at DESC, queue_name DESC, key DESC LIMIT 1
+	)
+	SELECT (SELECT count(*) FROM pick), (SELECT count(*) FROM d), coalesce((SELECT created_at FROM last), $4),
+		coalesce((SELECT queue_name FROM last), $5), coalesce((SELECT key FROM last), $6)`
 
 // RunRetention prunes the archive of every queue pgbus manages
 // (ManagedQueues: not that of a queue another PGMQ client made, which no
@@ -386,11 +467,10 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	//
 	// The keys of queues whose tables are gone (dropped outside pgbus,
 	// which leaves them) have no message left to keep them.
-	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.idempotency_keys
-		WHERE created_at < now() - $1 * interval '1 microsecond' AND queue_name <> ALL($2)`, longest.Microseconds(), listed)
-	rep.KeysDeleted += tag.RowsAffected()
+	gone, err := s.pruneGoneKeys(ctx, longest, listed)
+	rep.KeysDeleted += gone
 	if err = s.stepFailed(ctx, &rep, "idempotency keys of dropped queues", err); err != nil {
-		return rep, fmt.Errorf("store: retention: prune idempotency keys: %w", err)
+		return rep, err
 	}
 	rep.FailuresDeleted, err = s.pruneGoneFailures(ctx, batch)
 	if err = s.stepFailed(ctx, &rep, "failure history of dropped queues", err); err != nil {
@@ -413,7 +493,7 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 	if err = s.stepFailed(ctx, &rep, "worker rows", err); err != nil {
 		return rep, err
 	}
-	tag, err = s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breaker_users WHERE seen_at < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds())
+	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.circuit_breaker_users WHERE seen_at < now() - $1 * interval '1 microsecond'`, StatsRetention.Microseconds())
 	rep.BreakerUsersDeleted = tag.RowsAffected()
 	if err = s.stepFailed(ctx, &rep, "circuit breaker users", err); err != nil {
 		return rep, fmt.Errorf("store: retention: prune circuit breaker users: %w", err)
