@@ -28,6 +28,9 @@ const DefaultVacuumAfter = 10_000
 // DefaultAuditRetention is Config.AuditRetention's default: 90 days.
 const DefaultAuditRetention = 90 * 24 * time.Hour
 
+// DefaultStatsRetention is Config.StatsRetention's default: 7 days.
+const DefaultStatsRetention = store.StatsRetention
+
 // DefaultDatabaseCallTimeout is Config.DatabaseCallTimeout's default.
 const DefaultDatabaseCallTimeout = 30 * time.Second
 
@@ -127,6 +130,14 @@ type Config struct {
 	// MinAuditRetention; negative: for ever. The process that wins the retention election prunes with its
 	// own setting, so give every process on a database the same.
 	AuditRetention time.Duration
+	// StatsRetention is how long the per-minute counters of outcomes
+	// (pgbus.stats_minute: the last hour's figures and the dashboard's
+	// charts, which read at most the last 24 hours) are kept; older ones
+	// go in the retention pass, in batches. Default DefaultStatsRetention
+	// (7 days); at least MinStatsRetention; negative: for ever. As with
+	// AuditRetention, the process that wins the election prunes with its
+	// own setting.
+	StatsRetention time.Duration
 	// VacuumAfter is how many messages of a queue this process settles
 	// (archives, retries, dead-letters...) before it vacuums the queue's
 	// table; when the queue goes quiet after as many, the vacuum also
@@ -185,6 +196,9 @@ func (c Config) withDefaults() Config {
 	if c.AuditRetention == 0 {
 		c.AuditRetention = DefaultAuditRetention
 	}
+	if c.StatsRetention == 0 {
+		c.StatsRetention = DefaultStatsRetention
+	}
 	if c.VacuumAfter == 0 {
 		c.VacuumAfter = DefaultVacuumAfter
 	}
@@ -206,8 +220,8 @@ func (c Config) withDefaults() Config {
 }
 
 // checkNegative refuses a negative duration where none has a meaning
-// (RetentionInterval, AuditRetention and VacuumAfter take one for never):
-// the defaults would take its place without a word.
+// (RetentionInterval, AuditRetention, StatsRetention and VacuumAfter take
+// one for never): the defaults would take its place without a word.
 func (c Config) checkNegative() error {
 	for _, d := range []struct {
 		field string
@@ -246,6 +260,10 @@ const (
 	// negative one (for ever), as the configuration file's
 	// audit_retention.
 	MinAuditRetention = time.Minute
+	// MinStatsRetention is the shortest Config.StatsRetention but a
+	// negative one (for ever), as the configuration file's
+	// stats_retention: the dashboard's charts read the last 24 hours.
+	MinStatsRetention = 24 * time.Hour
 )
 
 func (c Config) validate() error {
@@ -267,6 +285,7 @@ func (c Config) validate() error {
 		{"DrainTimeout", c.DrainTimeout, MinDrainTimeout, "so a stop would cancel the running handlers at once", "30 * time.Second (a bare 30 is 30ns)"},
 		{"HandlerGrace", c.HandlerGrace, MinHandlerGrace, "so a handler past its timeout would be failed at once, while it may still be finishing", "5 * time.Second (a bare 5 is 5ns)"},
 		{"AuditRetention", c.AuditRetention, MinAuditRetention, "so the retention pass would delete nearly every entry of the audit log every operator of this database shares", "90 * 24 * time.Hour (a bare 90 is 90ns), a negative one to keep every entry"},
+		{"StatsRetention", c.StatsRetention, MinStatsRetention, "so the retention pass would delete counters the dashboard's charts of the last 24 hours show", "7 * 24 * time.Hour (a bare 7 is 7ns), a negative one to keep every counter"},
 	} {
 		if d.value > 0 && d.value < d.min {
 			return fmt.Errorf("%w: Config.%s %s is shorter than %s, %s: give a time.Duration such as %s, or leave it zero for the default",
@@ -1135,7 +1154,8 @@ func (c *Client) heartbeat(ctx context.Context) error {
 func (c *Client) retention(ctx context.Context) error {
 	// The pass as a whole may take long on a large archive; each of its
 	// statements is bounded instead.
-	rep, err := c.store.RunRetention(store.WithStatementTimeout(ctx, c.cfg.DatabaseCallTimeout), 1000, c.cfg.AuditRetention)
+	rep, err := c.store.RunRetentionAges(store.WithStatementTimeout(ctx, c.cfg.DatabaseCallTimeout), 1000,
+		store.RetentionAges{Audit: c.cfg.AuditRetention, Counters: c.cfg.StatsRetention})
 	c.logPruned(rep)
 	if rep.AuditKept && !c.auditKept.Swap(true) {
 		c.log.Info("pgbus: retention leaves the audit log as it is: this database role may only add to it; entries older than the audit retention stay until a process of a role that may delete them (the schema's owner) runs retention",

@@ -39,6 +39,8 @@ func TestNewClientRefusesDurationsBelowTheirLeast(t *testing.T) {
 		{"HandlerGrace", func(c *engine.Config, d time.Duration) { c.HandlerGrace = d }, 5, engine.MinHandlerGrace, "5 * time.Second"},
 		{"AuditRetention", func(c *engine.Config, d time.Duration) { c.AuditRetention = d }, 90, engine.MinAuditRetention, "90 * 24 * time.Hour"},
 		{"AuditRetention", func(c *engine.Config, d time.Duration) { c.AuditRetention = d }, 30 * time.Second, engine.MinAuditRetention, "90 * 24 * time.Hour"},
+		{"StatsRetention", func(c *engine.Config, d time.Duration) { c.StatsRetention = d }, 7, engine.MinStatsRetention, "7 * 24 * time.Hour"},
+		{"StatsRetention", func(c *engine.Config, d time.Duration) { c.StatsRetention = d }, time.Hour, engine.MinStatsRetention, "7 * 24 * time.Hour"},
 	} {
 		cfg := engine.Config{Queues: []engine.QueueConfig{{Name: q}}}
 		c.set(&cfg, c.bad)

@@ -76,7 +76,9 @@ func (c *Client) logPruned(rep store.RetentionReport) {
 	if rep.AuditDeleted > 0 {
 		attrs = append(attrs, "audit_entries", rep.AuditDeleted, "audit_older_than", c.cfg.AuditRetention)
 	}
-	count("counters", rep.StatsDeleted)
+	if rep.StatsDeleted > 0 {
+		attrs = append(attrs, "counters", rep.StatsDeleted, "counters_older_than", c.cfg.StatsRetention)
+	}
 	count("workers", rep.WorkersDeleted)
 	count("breaker_users", rep.BreakerUsersDeleted)
 	count("breakers", rep.BreakersDeleted)

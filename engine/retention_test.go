@@ -123,7 +123,7 @@ func TestRetentionLogsWhatItPruned(t *testing.T) {
 	}
 	out := logs.String()
 	want := `level=INFO msg="pgbus: retention pruned old rows" archived_messages=map[` + q + `:1] idempotency_keys=1 failures_of_dropped_queues=1 ` +
-		`audit_entries=1 audit_older_than=2160h0m0s counters=1 workers=1 breaker_users=1 breakers=1`
+		`audit_entries=1 audit_older_than=2160h0m0s counters=1 counters_older_than=168h0m0s workers=1 breaker_users=1 breakers=1`
 	if strings.Count(out, "retention pruned") != 1 || !strings.Contains(out, want) {
 		t.Fatalf("the log of a pass that pruned every kind of row:\n%s\nwant one line with\n%s", out, want)
 	}

@@ -627,7 +627,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 	// locks, which every read of the queues waits for, are not held while
 	// a long history of counters goes.
 	if err := s.deleteCountersOf(ctx, name, droppedAt); err != nil {
-		return fmt.Errorf("store: queue %q dropped, but not all its per-minute counters deleted (retention deletes the rest after %s): %w",
+		return fmt.Errorf("store: queue %q dropped, but not all its per-minute counters deleted (retention deletes the rest after the stats retention, %s by default): %w",
 			name, StatsRetention, err)
 	}
 	return nil

@@ -58,7 +58,8 @@ type RetentionReport struct {
 	// FailuresDeleted counts failure history rows of queues that are gone
 	// (see pruneGoneFailures).
 	FailuresDeleted int64 `json:"failures_deleted"`
-	// StatsDeleted and WorkersDeleted count per-minute counters and worker
+	// StatsDeleted and WorkersDeleted count per-minute counters older
+	// than the pass's age for them (RetentionAges.Counters) and worker
 	// rows older than StatsRetention.
 	StatsDeleted   int64 `json:"stats_deleted"`
 	WorkersDeleted int64 `json:"workers_deleted"`
@@ -148,9 +149,23 @@ func pruneLockWait(ctx context.Context) time.Duration {
 	return retentionLockWait
 }
 
-// StatsRetention is how long per-minute counters and the rows of stopped or
-// vanished worker processes are kept.
+// StatsRetention is how long the rows of stopped or vanished worker
+// processes, and circuit breakers no process uses, are kept, and per-minute
+// counters unless a pass is given an age of its own for them
+// (RetentionAges.Counters).
 const StatsRetention = 7 * 24 * time.Hour
+
+// RetentionAges are how long a retention pass keeps what its process's
+// settings choose the age of.
+type RetentionAges struct {
+	// Audit is how long audit log entries are kept; zero or less keeps
+	// every entry.
+	Audit time.Duration
+	// Counters is how long per-minute counters (pgbus.stats_minute) are
+	// kept: zero keeps them StatsRetention, less than zero keeps every
+	// counter.
+	Counters time.Duration
+}
 
 // statsPruneBatch is how many counters one statement of pruneStats
 // deletes. A variable so that tests can lower it.
@@ -399,6 +414,17 @@ const pruneGoneKeysSQL = `WITH pick AS MATERIALIZED (
 // on: the database does not answer, or ctx is done. One process at a time
 // does it: the others find the lock taken and return with Ran false.
 func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Duration) (RetentionReport, error) {
+	return s.RunRetentionAges(ctx, batch, RetentionAges{Audit: auditAge})
+}
+
+// RunRetentionAges is RunRetention with the ages of ages: the audit log's,
+// and the per-minute counters' in place of StatsRetention.
+func (s *Store) RunRetentionAges(ctx context.Context, batch int, ages RetentionAges) (RetentionReport, error) {
+	auditAge := ages.Audit
+	statsAge := ages.Counters
+	if statsAge == 0 {
+		statsAge = StatsRetention
+	}
 	rep := RetentionReport{ArchivedDeleted: map[string]int64{}}
 	turn, err := s.TryRetentionTurn(ctx)
 	if err != nil || turn == nil {
@@ -485,9 +511,11 @@ func (s *Store) RunRetention(ctx context.Context, batch int, auditAge time.Durat
 			return rep, err
 		}
 	}
-	rep.StatsDeleted, err = s.pruneStats(ctx, StatsRetention)
-	if err = s.stepFailed(ctx, &rep, "counters", err); err != nil {
-		return rep, err
+	if statsAge > 0 {
+		rep.StatsDeleted, err = s.pruneStats(ctx, statsAge)
+		if err = s.stepFailed(ctx, &rep, "counters", err); err != nil {
+			return rep, err
+		}
 	}
 	rep.WorkersDeleted, err = s.PruneWorkers(ctx, StatsRetention)
 	if err = s.stepFailed(ctx, &rep, "worker rows", err); err != nil {

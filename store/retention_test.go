@@ -721,3 +721,43 @@ func TestRetentionGoesOnPastAStepThatTimesOut(t *testing.T) {
 		t.Fatalf("retention = %+v; want the old worker row pruned after the counters' step", rep)
 	}
 }
+
+// The per-minute counters are kept for the pass's own age when it gives
+// one, shorter or longer than StatsRetention, which stays the default.
+func TestRetentionKeepsCountersForTheirAge(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention prunes every counter
+	ctx := testContext(t)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgbus.stats_minute (minute, queue_name, kind, succeeded) VALUES
+		(date_trunc('minute', now()) - interval '40 days', 'd40', '', 1),
+		(date_trunc('minute', now()) - interval '8 days', 'd8', '', 1),
+		(date_trunc('minute', now()) - interval '3 days', 'd3', '', 1),
+		(date_trunc('minute', now()) - interval '1 day', 'd1', '', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	left := func() string {
+		t.Helper()
+		var names string
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(string_agg(queue_name, ' ' ORDER BY minute), '') FROM pgbus.stats_minute`).Scan(&names); err != nil {
+			t.Fatal(err)
+		}
+		return names
+	}
+	for _, c := range []struct {
+		keep time.Duration
+		want string
+	}{
+		{30 * 24 * time.Hour, "d8 d3 d1"},
+		{-1, "d8 d3 d1"}, // kept for ever
+		{0, "d3 d1"},     // StatsRetention, 7 days
+		{48 * time.Hour, "d1"},
+	} {
+		rep, err := s.RunRetentionAges(ctx, 100, store.RetentionAges{Counters: c.keep})
+		if err != nil || !rep.Ran || len(rep.StepsFailed) != 0 {
+			t.Fatalf("retention keeping counters %s = %+v, %v", c.keep, rep, err)
+		}
+		if got := left(); got != c.want {
+			t.Fatalf("counters left after a pass keeping them %s: %q, want %q", c.keep, got, c.want)
+		}
+	}
+}

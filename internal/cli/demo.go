@@ -67,7 +67,7 @@ func (a *app) demo(ctx context.Context, timeout, callTimeout time.Duration) erro
 	out := a.stdout
 	fmt.Fprintf(out, "pgbus demo on %s\n\n", s.db.Where())
 	var bar *progress
-	rep, err := demo.Run(ctx, s.db.Store, s.ops, demo.Options{Timeout: timeout, Logger: a.log, AuditRetention: a.cfg.EngineAuditRetention(), DatabaseCallTimeout: callTimeout, Observers: a.trace.observers, CommandFlags: a.demoWhere(s.db).Flags,
+	rep, err := demo.Run(ctx, s.db.Store, s.ops, demo.Options{Timeout: timeout, Logger: a.log, AuditRetention: a.cfg.EngineAuditRetention(), StatsRetention: a.cfg.EngineStatsRetention(), DatabaseCallTimeout: callTimeout, Observers: a.trace.observers, CommandFlags: a.demoWhere(s.db).Flags,
 		Sent: func(n map[string]int, total int) {
 			fmt.Fprintf(out, "sent %d jobs: %d to %s, %d to %s; working them (max_retries 4, backoff 50ms..1s)...\n",
 				total, n[demo.Orders], demo.Orders, n[demo.Emails], demo.Emails)

@@ -98,10 +98,10 @@ func (a *app) settleCallTimeout() error {
 }
 
 // engineConfig is the engine's configuration for these options and the
-// configuration file's audit_retention.
+// configuration file's audit_retention and stats_retention.
 func (a *app) engineConfig(t workerTiming) engine.Config {
 	return engine.Config{PollInterval: t.pollInterval, DrainTimeout: t.drainTimeout, NoListen: t.noListen,
-		DatabaseCallTimeout: t.callTimeout, AuditRetention: a.cfg.EngineAuditRetention()}
+		DatabaseCallTimeout: t.callTimeout, AuditRetention: a.cfg.EngineAuditRetention(), StatsRetention: a.cfg.EngineStatsRetention()}
 }
 
 // resolveTiming settles the timing options (flag > environment >

@@ -78,6 +78,10 @@ type File struct {
 	// the retention of the worker processes; nil when the file does not
 	// say (engine.DefaultAuditRetention, 90 days).
 	AuditRetention *Retention `yaml:"audit_retention"`
+	// StatsRetention is how long the per-minute counters of outcomes are
+	// kept, pruned by the retention of the worker processes; nil when the
+	// file does not say (engine.DefaultStatsRetention, 7 days).
+	StatsRetention *Retention `yaml:"stats_retention"`
 	// Extensions are the file's top-level keys that start with x- (as
 	// x-defaults: &defaults {...}), which pgbus reads nothing of: blocks
 	// that hold YAML anchors for the rest of the file to reuse, as compose
@@ -306,6 +310,16 @@ func (f *File) EngineAuditRetention() time.Duration {
 		return 0
 	}
 	return f.AuditRetention.D()
+}
+
+// EngineStatsRetention returns stats_retention as
+// engine.Config.StatsRetention takes it: 0 (the engine's default, 7 days)
+// when the file does not give it, negative for off.
+func (f *File) EngineStatsRetention() time.Duration {
+	if f == nil || f.StatsRetention == nil {
+		return 0
+	}
+	return f.StatsRetention.D()
 }
 
 // Duration is a time.Duration written with a unit ("500ms", "30s", "5m"),
@@ -991,6 +1005,9 @@ func (f *File) check() error {
 	}
 	if r := f.AuditRetention; r != nil && !r.Off() && !retentionInRange(r.D()) {
 		return f.Errorf("audit_retention", "%s is out of range 1m..87600h (ten years): 2160h keeps 90 days, off keeps every entry", ops.FormatAge(r.D()))
+	}
+	if r := f.StatsRetention; r != nil && !r.Off() && (r.D() < engine.MinStatsRetention || r.D() > 3650*24*time.Hour) {
+		return f.Errorf("stats_retention", "%s is out of range 24h..87600h (ten years): the dashboard's charts read the last 24 hours; 168h keeps 7 days, off keeps every counter", ops.FormatAge(r.D()))
 	}
 	if err := f.checkAlerts(); err != nil {
 		return err

@@ -114,7 +114,7 @@ func TestErrors(t *testing.T) {
 		reason    string
 	}{
 		{"log_levle: info\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, no_embedded, log_format, log_level, worker, queues`},
-		{"log_levle: info\nlog_formt: json\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, no_embedded, log_format, log_level, worker, queues, safe_fields, alerts, audit_retention, and keys starting with x-, which pgbus ignores (for YAML anchors to reuse) (and 1 more problem)`},
+		{"log_levle: info\nlog_formt: json\n", "log_levle", 1, `unknown key "log_levle"; known keys here: database_url, data_dir, no_embedded, log_format, log_level, worker, queues, safe_fields, alerts, audit_retention, stats_retention, and keys starting with x-, which pgbus ignores (for YAML anchors to reuse) (and 1 more problem)`},
 		{"worker:\n  poll: 1s\n", "worker.poll", 2, `unknown key "poll"; known keys here: poll_interval, drain_timeout, no_listen, database_call_timeout`},
 		{"queues:\n  a:\n    concurrency: -1\n", "queues.a.concurrency", 3, "-1 is out of range 1..10000"},
 		{"queues:\n  a:\n    concurrency: 1.5\n", "queues.a.concurrency", 3, "is not a whole number"},
@@ -242,6 +242,35 @@ func TestAuditRetention(t *testing.T) {
 	var none *config.File
 	if none.EngineAuditRetention() != 0 {
 		t.Error("no file gives an audit retention")
+	}
+}
+
+// stats_retention takes a duration of 24h or more, or off, which keeps
+// every counter; left out, the engine's default applies. Shorter, or
+// longer than ten years, is refused.
+func TestStatsRetention(t *testing.T) {
+	for text, want := range map[string]time.Duration{
+		"log_level: info\n":         0,
+		"stats_retention:\n":        0,
+		"stats_retention: 2d\n":     48 * time.Hour,
+		"stats_retention: 24h\n":    24 * time.Hour,
+		"stats_retention: 87600h\n": 87600 * time.Hour,
+		"stats_retention: off\n":    -1,
+	} {
+		f, err := config.Parse("p.yaml", []byte(text))
+		if err != nil || f.EngineStatsRetention() != want {
+			t.Errorf("%q: stats retention %v, %v; want %v", text, f.EngineStatsRetention(), err, want)
+		}
+	}
+	var none *config.File
+	if none.EngineStatsRetention() != 0 {
+		t.Error("no file gives a stats retention")
+	}
+	for _, text := range []string{"stats_retention: 23h\n", "stats_retention: 0\n", "stats_retention: 87601h\n"} {
+		_, err := config.Parse("p.yaml", []byte(text))
+		if err == nil || !strings.Contains(err.Error(), "stats_retention") || !strings.Contains(err.Error(), "out of range 24h..87600h") {
+			t.Errorf("%q: err %v; want stats_retention refused as out of range 24h..87600h", text, err)
+		}
 	}
 }
 

@@ -66,6 +66,7 @@ Example (every key but the handler types' own, which follow it):
   log_level: info                   # debug, info, warn or error
   safe_fields: [tenant, file.type]  # payload fields shown even when payloads are hidden
   audit_retention: 90d              # keep audit log entries this long (1m..87600h; days or hours), or off
+  stats_retention: 7d               # keep per-minute counters of outcomes this long (24h..87600h), or off
   worker:
     poll_interval: 1s               # check idle queues this often (10ms..1h)
     drain_timeout: 30s              # on SIGTERM, let running jobs finish this long
@@ -121,6 +122,11 @@ audit_retention in their retention pass (as they start, then every 10
 minutes; one process at a time), a few thousand per statement. Default 2160h
 (90 days); off keeps every entry. The process that runs the pass prunes with
 its own setting, so give every process on a database the same.
+stats_retention is the same for the per-minute counters of outcomes (one
+row per queue, job kind and minute that settled a job, about 420 bytes),
+which the last hour's figures and the dashboard's charts read, the last
+24 hours at most: default 168h (7 days), at least 24h; off keeps every
+counter.
 
 Alerts: with an alerts block, pgbus work and pgbus serve with workers post
 a JSON webhook when the health verdict changes or gives a new reason (a

@@ -25,6 +25,8 @@ type Options struct {
 	// AuditRetention is the workers' engine.Config.AuditRetention: the
 	// demo's workers run retention like any.
 	AuditRetention time.Duration
+	// StatsRetention is the workers' engine.Config.StatsRetention.
+	StatsRetention time.Duration
 	// DatabaseCallTimeout is the workers' engine.Config.DatabaseCallTimeout;
 	// zero takes the engine's default.
 	DatabaseCallTimeout time.Duration
@@ -128,7 +130,7 @@ func setUp(ctx context.Context, svc *ops.Service, opts Options) (total int, err 
 // work runs workers until every job has settled, or the timeout.
 func work(ctx context.Context, st *store.Store, svc *ops.Service, total int, opts Options) error {
 	client, err := runner.NewClient(st, queues(), engine.Config{PollInterval: 100 * time.Millisecond, DrainTimeout: 5 * time.Second, Logger: opts.Logger,
-		AuditRetention: opts.AuditRetention, DatabaseCallTimeout: opts.DatabaseCallTimeout, Observers: opts.Observers})
+		AuditRetention: opts.AuditRetention, StatsRetention: opts.StatsRetention, DatabaseCallTimeout: opts.DatabaseCallTimeout, Observers: opts.Observers})
 	if err != nil {
 		return err
 	}
