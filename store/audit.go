@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgbus/pgbus/internal/plural"
 )
@@ -171,26 +172,44 @@ var auditPruneBatch = 5000
 // PruneAudit deletes, oldest first and in batches, the audit entries
 // recorded longer ago than olderThan, and returns how many went. Each
 // batch finds its entries through the index on the time (audit_log_at_idx)
-// and deletes them by their ids (an array, so that the plan is a lookup of
-// each in the primary key, never a scan of the whole log).
+// from the time where the last batch ended: walking the index from its
+// start again would pass over the entries of every entry deleted so far in
+// the prune, which stay until vacuum and which a transaction held open
+// elsewhere (a backup's) keeps, so that each batch of a large first prune
+// read more than the last. It deletes them by their ids (an array, so
+// that the plan is a lookup of each in the primary key, never a scan of
+// the whole log).
 func (s *Store) PruneAudit(ctx context.Context, olderThan time.Duration) (int64, error) {
 	if olderThan <= 0 {
 		return 0, invalidf("prune the audit log: age must be positive, not %s", olderThan)
 	}
 	var total int64
+	from := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	for {
-		tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.audit_log WHERE id = ANY(ARRAY(
-				SELECT id FROM pgbus.audit_log WHERE at < now() - $1 * interval '1 microsecond'
-				ORDER BY at LIMIT $2))`, olderThan.Microseconds(), auditPruneBatch)
-		if err != nil {
+		var picked, deleted int64
+		if err := s.db.QueryRow(ctx, pruneAuditSQL, olderThan.Microseconds(), auditPruneBatch, from).Scan(&picked, &deleted, &from); err != nil {
 			return total, fmt.Errorf("store: retention: prune the audit log: %w", err)
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(auditPruneBatch) {
+		total += deleted
+		if picked < int64(auditPruneBatch) {
 			return total, nil
 		}
 	}
 }
+
+// pruneAuditSQL is one batch of PruneAudit: $1 the age in microseconds,
+// $2 the batch size, $3 the time the last batch ended at (entries of that
+// time not yet deleted are picked again). It returns how many entries it
+// picked, how many went, and where the next batch starts.
+const pruneAuditSQL = `WITH pick AS MATERIALIZED (
+		SELECT id, at FROM pgbus.audit_log
+		WHERE at < now() - $1 * interval '1 microsecond' AND at >= $3
+		ORDER BY at LIMIT $2
+	), d AS (
+		DELETE FROM pgbus.audit_log WHERE id = ANY(ARRAY(SELECT id FROM pick))
+		RETURNING 1
+	)
+	SELECT (SELECT count(*) FROM pick), (SELECT count(*) FROM d), coalesce((SELECT max(at) FROM pick), $3)`
 
 func boundedJSON(raw json.RawMessage) string {
 	if len(raw) == 0 || !json.Valid(raw) {
