@@ -106,30 +106,32 @@ func breakDownDead(ctx context.Context, tx pgx.Tx, q *deadQuery, groups []DeadGr
 			where += " AND " + c
 		}
 	}
-	p, chars := q.arg(path), q.arg(MaxFieldValueChars)
-	var parts []string
+	var holding []string // the DLQs of groups to break down
 	for _, dlq := range q.dlqs {
-		keys := keysOf[dlq]
-		if len(keys) == 0 {
-			continue
+		if len(keysOf[dlq]) > 0 {
+			holding = append(holding, dlq)
 		}
-		// Keys as text, as probeDeadGroups passes them.
-		// One read per group, through the index: OFFSET 0 keeps the
-		// planner from joining all groups to one read of every message,
-		// which computed each one's key again, and from reading an index
-		// on the error text once per group (see summaryFromIndex).
-		parts = append(parts, `(SELECT `+q.arg(dlq)+`::text AS dlq, k.key::text AS group_key, m.v
-			FROM unnest(`+q.arg(keys)+`::uuid[]) AS k(key)
+	}
+	// A chunk of DLQs to a statement: a group is of one DLQ.
+	return inChunks(ctx, tx, holding, func(tx pgx.Tx, chunk []string) error {
+		q := q.chunk(chunk)
+		p, chars := q.arg(path), q.arg(MaxFieldValueChars)
+		parts := make([]string, len(chunk))
+		for i, dlq := range chunk {
+			// Keys as text, as probeDeadGroups passes them.
+			// One read per group, through the index: OFFSET 0 keeps the
+			// planner from joining all groups to one read of every message,
+			// which computed each one's key again, and from reading an index
+			// on the error text once per group (see summaryFromIndex).
+			parts[i] = `(SELECT ` + q.arg(dlq) + `::text AS dlq, k.key::text AS group_key, m.v
+			FROM unnest(` + q.arg(keysOf[dlq]) + `::uuid[]) AS k(key)
 			CROSS JOIN LATERAL (
-				SELECT left(message #>> `+p+`::text[], `+chars+`) AS v, headers
-				FROM `+queueTable(dlq)+` WHERE `+sqlCauseKey+` = k.key`+where+` OFFSET 0) m
-			WHERE `+text+`)`)
-	}
-	if len(parts) == 0 {
-		return nil
-	}
-	top := q.arg(MaxFieldValues)
-	rows, err := tx.Query(ctx, `
+				SELECT left(message #>> ` + p + `::text[], ` + chars + `) AS v, headers
+				FROM ` + queueTable(dlq) + ` WHERE ` + sqlCauseKey + ` = k.key` + where + ` OFFSET 0) m
+			WHERE ` + text + `)`
+		}
+		top := q.arg(MaxFieldValues)
+		rows, err := tx.Query(ctx, `
 		WITH c AS (
 			SELECT dlq, group_key, v, count(*) AS n FROM (`+strings.Join(parts, "\nUNION ALL\n")+`) u
 			GROUP BY dlq, group_key, v
@@ -142,27 +144,28 @@ func breakDownDead(ctx context.Context, tx pgx.Tx, q *deadQuery, groups []DeadGr
 			coalesce(sum(n) FILTER (WHERE v IS NOT NULL AND i > `+top+`), 0)::bigint,
 			coalesce(sum(n) FILTER (WHERE v IS NULL), 0)::bigint
 		FROM r GROUP BY dlq, group_key`, q.args...)
-	if err != nil {
+		if err != nil {
+			return err
+		}
+		_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+			var k key
+			var values []string
+			var counts []int64
+			var b FieldBreakdown
+			if err := r.Scan(&k.dlq, &k.group, &values, &counts, &b.Other, &b.Missing); err != nil {
+				return struct{}{}, err
+			}
+			b.Values = make([]FieldValueCount, len(values))
+			for i := range values {
+				b.Values[i] = FieldValueCount{Value: values[i], Count: counts[i]}
+			}
+			if g := byKey[k]; g != nil {
+				g.ByField = &b
+			}
+			return struct{}{}, nil
+		})
 		return err
-	}
-	_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
-		var k key
-		var values []string
-		var counts []int64
-		var b FieldBreakdown
-		if err := r.Scan(&k.dlq, &k.group, &values, &counts, &b.Other, &b.Missing); err != nil {
-			return struct{}{}, err
-		}
-		b.Values = make([]FieldValueCount, len(values))
-		for i := range values {
-			b.Values[i] = FieldValueCount{Value: values[i], Count: counts[i]}
-		}
-		if g := byKey[k]; g != nil {
-			g.ByField = &b
-		}
-		return struct{}{}, nil
 	})
-	return err
 }
 
 // breakDownByNames is breakDownDead as it was before the groups' keys
@@ -177,10 +180,13 @@ func breakDownByNames(ctx context.Context, tx pgx.Tx, q *deadQuery, groups []Dea
 	q.dlqs = slices.DeleteFunc(q.dlqs, func(d string) bool {
 		return !slices.ContainsFunc(groups, func(g DeadGroup) bool { return g.DLQ == d })
 	})
-	p := q.arg(path)
-	union := q.union(sqlDeadGroupExprs+`, left(message #>> `+p+`::text[], `+q.arg(MaxFieldValueChars)+`) AS v`, nil, "")
-	top := q.arg(MaxFieldValues)
-	rows, err := tx.Query(ctx, `
+	// A chunk of DLQs to a statement: a group is of one DLQ.
+	return inChunks(ctx, tx, q.dlqs, func(tx pgx.Tx, chunk []string) error {
+		q := q.chunk(chunk)
+		p := q.arg(path)
+		union := q.union(sqlDeadGroupExprs+`, left(message #>> `+p+`::text[], `+q.arg(MaxFieldValueChars)+`) AS v`, nil, "")
+		top := q.arg(MaxFieldValues)
+		rows, err := tx.Query(ctx, `
 		WITH c AS (
 			SELECT `+sqlDeadGroupCols+`, v, count(*) AS n FROM (`+union+`) u
 			GROUP BY `+sqlDeadGroupCols+`, v
@@ -193,25 +199,26 @@ func breakDownByNames(ctx context.Context, tx pgx.Tx, q *deadQuery, groups []Dea
 			coalesce(sum(n) FILTER (WHERE v IS NOT NULL AND i > `+top+`), 0)::bigint,
 			coalesce(sum(n) FILTER (WHERE v IS NULL), 0)::bigint
 		FROM r GROUP BY `+sqlDeadGroupCols, q.args...)
-	if err != nil {
+		if err != nil {
+			return err
+		}
+		_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
+			var id groupID
+			var values []string
+			var counts []int64
+			var b FieldBreakdown
+			if err := r.Scan(&id.dlq, &id.source, &id.kind, &id.class, &id.pattern, &values, &counts, &b.Other, &b.Missing); err != nil {
+				return struct{}{}, err
+			}
+			b.Values = make([]FieldValueCount, len(values))
+			for i := range values {
+				b.Values[i] = FieldValueCount{Value: values[i], Count: counts[i]}
+			}
+			if g := byID[id]; g != nil {
+				g.ByField = &b
+			}
+			return struct{}{}, nil
+		})
 		return err
-	}
-	_, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct{}, error) {
-		var id groupID
-		var values []string
-		var counts []int64
-		var b FieldBreakdown
-		if err := r.Scan(&id.dlq, &id.source, &id.kind, &id.class, &id.pattern, &values, &counts, &b.Other, &b.Missing); err != nil {
-			return struct{}{}, err
-		}
-		b.Values = make([]FieldValueCount, len(values))
-		for i := range values {
-			b.Values[i] = FieldValueCount{Value: values[i], Count: counts[i]}
-		}
-		if g := byID[id]; g != nil {
-			g.ByField = &b
-		}
-		return struct{}{}, nil
 	})
-	return err
 }

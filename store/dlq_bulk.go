@@ -125,8 +125,14 @@ func (s *Store) deadPage(ctx context.Context, f DeadFilter, after *deadCursor, n
 			refs = nil
 			return nil
 		}
-		var err error
-		refs, err = s.queryDeadRefs(ctx, q.pageQuery(deadRefCols, after, false, n, true), q.args)
+		// Up to n of each DLQ, a chunk of DLQs to a statement.
+		refs = nil
+		err := inChunks(ctx, nil, q.dlqs, func(_ pgx.Tx, chunk []string) error {
+			cq := q.chunk(chunk)
+			got, err := s.queryDeadRefs(ctx, cq.pageQuery(deadRefCols, after, false, n, true), cq.args)
+			refs = append(refs, got...)
+			return err
+		})
 		if err == nil {
 			refs = firstDead(refs, q.dlqs, n, exhausted)
 		}
@@ -161,9 +167,21 @@ func firstDead(refs []deadRef, dlqs []string, n int, exhausted map[string]bool) 
 func (s *Store) countDead(ctx context.Context, f DeadFilter, limit int) (int, error) {
 	n := 0
 	err := s.runDead(ctx, f, func(q *deadQuery) error {
-		lim := q.arg(limit)
-		sql := `SELECT count(*) FROM (SELECT 1 FROM (` + q.union("msg_id", nil, "LIMIT "+lim) + `) u LIMIT ` + lim + `) c`
-		return s.reads.QueryRow(ctx, sql, q.args...).Scan(&n)
+		n = 0
+		// A chunk of DLQs to a statement, each counting up to what the
+		// limit leaves.
+		return inChunks(ctx, nil, q.dlqs, func(_ pgx.Tx, chunk []string) error {
+			if n >= limit {
+				return nil
+			}
+			cq := q.chunk(chunk)
+			lim := cq.arg(limit - n)
+			sql := `SELECT count(*) FROM (SELECT 1 FROM (` + cq.union("msg_id", nil, "LIMIT "+lim) + `) u LIMIT ` + lim + `) c`
+			var c int
+			err := s.reads.QueryRow(ctx, sql, cq.args...).Scan(&c)
+			n += c
+			return err
+		})
 	})
 	return n, wrapDead("count dead messages", err)
 }

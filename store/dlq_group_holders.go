@@ -45,8 +45,9 @@ const sqlGroupHolders = `
 // statement, whatever the number of DLQs and their messages: a summary by
 // the key reads each DLQ's messages of the group. A DLQ whose counts are
 // not kept (untracked, as a summary reads it message by message) is
-// looked into by a second statement, only when there is one. A DLQ
-// dropped meanwhile is read again, as a summary's DLQs are.
+// looked into by more statements, one a chunk of such DLQs (inChunks),
+// only when there is one. A DLQ dropped meanwhile is read again, as a
+// summary's DLQs are.
 func (s *Store) DeadGroupHolders(ctx context.Context, key string) ([]string, error) {
 	if !IsGroupKey(key) {
 		return nil, DeadFilter{Group: key}.validate()
@@ -89,22 +90,26 @@ func (s *Store) deadGroupHolders(ctx context.Context, key string) ([]string, err
 	if err != nil || len(untracked) == 0 {
 		return out, err
 	}
-	parts := make([]string, len(untracked))
-	args := []any{key}
-	for i, dlq := range untracked {
-		args = append(args, dlq)
-		parts[i] = fmt.Sprintf(`(SELECT $%d::text AS dlq WHERE EXISTS (SELECT 1 FROM %s WHERE pgbus.dlq_cause_key(headers, message) = $1::uuid))`,
-			len(args), queueTable(dlq))
-	}
-	rows, err = s.reads.Query(ctx, strings.Join(parts, "\nUNION ALL\n"), args...)
+	// A chunk of DLQs to a statement, as every read over many DLQs.
+	err = inChunks(ctx, nil, untracked, func(_ pgx.Tx, chunk []string) error {
+		parts := make([]string, len(chunk))
+		args := []any{key}
+		for i, dlq := range chunk {
+			args = append(args, dlq)
+			parts[i] = fmt.Sprintf(`(SELECT $%d::text AS dlq WHERE EXISTS (SELECT 1 FROM %s WHERE pgbus.dlq_cause_key(headers, message) = $1::uuid))`,
+				len(args), queueTable(dlq))
+		}
+		rows, err := s.reads.Query(ctx, strings.Join(parts, "\nUNION ALL\n"), args...)
+		if err != nil {
+			return err
+		}
+		more, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		out = append(out, more...)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	more, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, more...)
 	slices.Sort(out)
 	return out, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -10,7 +11,7 @@ import (
 
 // LocateDead returns, for each of ids, the DLQs holding a message with that
 // id, in one query over dlq (a DLQ or its queue) or, when dlq is "", over
-// every DLQ. Ids are per queue, so one id may be in several DLQs; an id in
+// every DLQ, one query a chunk of them (deadChunk). Ids are per queue, so one id may be in several DLQs; an id in
 // none is absent from the map.
 func (s *Store) LocateDead(ctx context.Context, dlq string, ids []int64) (map[int64][]string, error) {
 	for _, id := range ids {
@@ -23,20 +24,26 @@ func (s *Store) LocateDead(ctx context.Context, dlq string, ids []int64) (map[in
 		return out, nil
 	}
 	err := s.runDead(ctx, DeadFilter{Queue: dlq}, func(q *deadQuery) error {
-		arg := q.arg(ids)
-		sql := q.union("msg_id", func(string) string { return "msg_id = ANY(" + arg + "::bigint[])" }, "")
-		rows, err := s.reads.Query(ctx, `SELECT dlq, msg_id FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
-		if err != nil {
-			return err
-		}
 		clear(out)
-		var name string
-		var id int64
-		_, err = pgx.ForEachRow(rows, []any{&name, &id}, func() error {
-			out[id] = append(out[id], name)
-			return nil
+		// The chunks in the DLQs' order, byte by byte: each id's DLQs
+		// come in that order.
+		slices.Sort(q.dlqs)
+		return inChunks(ctx, nil, q.dlqs, func(_ pgx.Tx, chunk []string) error {
+			cq := q.chunk(chunk)
+			arg := cq.arg(ids)
+			sql := cq.union("msg_id", func(string) string { return "msg_id = ANY(" + arg + "::bigint[])" }, "")
+			rows, err := s.reads.Query(ctx, `SELECT dlq, msg_id FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, cq.args...)
+			if err != nil {
+				return err
+			}
+			var name string
+			var id int64
+			_, err = pgx.ForEachRow(rows, []any{&name, &id}, func() error {
+				out[id] = append(out[id], name)
+				return nil
+			})
+			return err
 		})
-		return err
 	})
 	if err != nil {
 		return nil, wrapDead("locate "+plural.Count(len(ids), "dead message", "dead messages"), err)

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -176,6 +177,54 @@ func (q *deadQuery) union(cols string, more func(dlq string) string, tail string
 		parts[i] = "(SELECT " + q.arg(dlq) + "::text AS dlq, " + cols + " FROM " + queueTable(dlq) + where + " " + tail + ")"
 	}
 	return strings.Join(parts, "\nUNION ALL\n")
+}
+
+// deadChunk is how many DLQs one statement of a read over many DLQs
+// reads. Reading a table locks it and each of its indexes (a DLQ's table
+// has four) until the end of the transaction: a statement over every DLQ
+// of a database of thousands of them asked for more locks than the
+// server's lock table holds (max_locks_per_transaction, 64 a connection
+// by default), and failed as out of shared memory. Sixteen DLQs take
+// about 80 locks.
+const deadChunk = 16
+
+// chunk is q over dlqs alone, a part of q's DLQs, with parameters of its
+// own from q's: what one statement of a read in chunks reads.
+func (q *deadQuery) chunk(dlqs []string) *deadQuery {
+	return &deadQuery{dlqs: dlqs, conds: q.conds, args: slices.Clone(q.args), text: q.text, group: q.group}
+}
+
+// inChunks runs read over dlqs deadChunk at a time, in order. In tx,
+// each chunk is read after a savepoint, rolled back to once it is read,
+// which releases the locks its statements took (PostgreSQL releases the
+// locks taken since a savepoint rolled back to) while the transaction
+// keeps its snapshot: a read in one snapshot holds the locks of one chunk
+// at a time. Outside a transaction (tx nil) each chunk is read in
+// statements of its own, whose locks end with them.
+func inChunks(ctx context.Context, tx pgx.Tx, dlqs []string, read func(tx pgx.Tx, chunk []string) error) error {
+	if tx == nil || len(dlqs) <= deadChunk {
+		for chunk := range slices.Chunk(dlqs, deadChunk) {
+			if err := read(tx, chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SAVEPOINT pgbus_chunk`); err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(dlqs, deadChunk) {
+		err := read(tx, chunk)
+		// It only read; the savepoint stays, for the next chunk.
+		if _, rerr := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT pgbus_chunk`); err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	_, err := tx.Exec(ctx, `RELEASE SAVEPOINT pgbus_chunk`)
+	return err
 }
 
 // deadReadAttempts bounds the reads of every DLQ that a DLQ dropped

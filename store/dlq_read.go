@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -38,7 +40,18 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 			if q.dlqs, err = deadHolding(ctx, tx, q.dlqs); err != nil || len(q.dlqs) == 0 {
 				return err
 			}
-			page.Items, err = queryDeadItems(ctx, tx, q.pageSQL(deadItemCols, after, true, limit+1), q.args)
+			// Each chunk's first limit+1, merged: the first limit+1 of all.
+			var items []DeadItem
+			err = inChunks(ctx, tx, q.dlqs, func(tx pgx.Tx, chunk []string) error {
+				cq := q.chunk(chunk)
+				got, err := queryDeadItems(ctx, tx, cq.pageSQL(deadItemCols, after, true, limit+1), cq.args)
+				items = append(items, got...)
+				return err
+			})
+			slices.SortFunc(items, func(a, b DeadItem) int {
+				return cmp.Or(b.DeadLetteredAt.Compare(a.DeadLetteredAt), strings.Compare(b.DLQ, a.DLQ), cmp.Compare(b.MsgID, a.MsgID))
+			})
+			page.Items = items[:min(len(items), limit+1)]
 			return err
 		})
 	})
@@ -252,13 +265,20 @@ func (s *Store) FindDead(ctx context.Context, msgID int64) ([]string, error) {
 	}
 	out := []string{}
 	err := s.runDead(ctx, DeadFilter{}, func(q *deadQuery) error {
-		id := q.arg(msgID)
-		sql := q.union("msg_id", func(string) string { return "msg_id = " + id }, "")
-		rows, err := s.reads.Query(ctx, `SELECT dlq FROM (`+sql+`) u ORDER BY dlq COLLATE "C"`, q.args...)
-		if err != nil {
+		out = []string{}
+		err := inChunks(ctx, nil, q.dlqs, func(_ pgx.Tx, chunk []string) error {
+			cq := q.chunk(chunk)
+			id := cq.arg(msgID)
+			sql := cq.union("msg_id", func(string) string { return "msg_id = " + id }, "")
+			rows, err := s.reads.Query(ctx, `SELECT dlq FROM (`+sql+`) u`, cq.args...)
+			if err != nil {
+				return err
+			}
+			found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			out = append(out, found...)
 			return err
-		}
-		out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		})
+		slices.Sort(out) // byte by byte, as COLLATE "C"
 		return err
 	})
 	if err != nil {

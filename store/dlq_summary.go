@@ -303,24 +303,28 @@ func indexPays(ctx context.Context, tx pgx.Tx, q *deadQuery, indexed map[string]
 		}
 		where += " AND " + c
 	}
-	cq := &deadQuery{args: slices.Clone(q.args)}
-	parts := make([]string, len(names))
-	for i, d := range names {
-		parts[i] = `SELECT ` + cq.arg(d) + `::text, (SELECT count(*) FROM (SELECT FROM ` + queueTable(d) + ` WHERE ` + where +
-			` LIMIT ` + cq.arg(groups[d]*indexPaysRatio) + `) w) >= ` + cq.arg(groups[d]*indexPaysRatio)
-	}
-	rows, err = tx.Query(ctx, strings.Join(parts, "\nUNION ALL\n"), cq.args...)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]bool{}
-	var pays bool
-	if _, err := pgx.ForEachRow(rows, []any{&dlq, &pays}, func() error {
-		if pays {
-			out[dlq] = true
+	err = inChunks(ctx, tx, names, func(tx pgx.Tx, chunk []string) error {
+		cq := &deadQuery{args: slices.Clone(q.args)}
+		parts := make([]string, len(chunk))
+		for i, d := range chunk {
+			parts[i] = `SELECT ` + cq.arg(d) + `::text, (SELECT count(*) FROM (SELECT FROM ` + queueTable(d) + ` WHERE ` + where +
+				` LIMIT ` + cq.arg(groups[d]*indexPaysRatio) + `) w) >= ` + cq.arg(groups[d]*indexPaysRatio)
 		}
-		return nil
-	}); err != nil {
+		rows, err := tx.Query(ctx, strings.Join(parts, "\nUNION ALL\n"), cq.args...)
+		if err != nil {
+			return err
+		}
+		var pays bool
+		_, err = pgx.ForEachRow(rows, []any{&dlq, &pays}, func() error {
+			if pays {
+				out[dlq] = true
+			}
+			return nil
+		})
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -354,6 +358,15 @@ func summaryFromIndex(ctx context.Context, tx pgx.Tx, q *deadQuery, after *DeadG
 			where += " AND " + c
 		}
 	}
+	return groupsInChunks(ctx, tx, q, after, func(cq *deadQuery) string {
+		return `SELECT * FROM (` + indexedGroupsSQL(cq, where, text) + `) u`
+	})
+}
+
+// indexedGroupsSQL is the statement of summaryFromIndex's groups of q's
+// DLQs: where holds q's conditions but its text's, and text that one
+// (true for none).
+func indexedGroupsSQL(q *deadQuery, where, text string) string {
 	parts := make([]string, len(q.dlqs))
 	for i, dlq := range q.dlqs {
 		t := queueTable(dlq)
@@ -381,20 +394,24 @@ func summaryFromIndex(ctx context.Context, tx pgx.Tx, q *deadQuery, after *DeadG
 				FROM ` + t + ` WHERE msg_id = c.ids[1]) nm
 			WHERE ks.k IS NOT NULL AND c.n > 0)`
 	}
-	sql := pageOfGroups(q, `SELECT * FROM (`+strings.Join(parts, "\nUNION ALL\n")+`) u`, after)
-	return collectGroups(tx.Query(ctx, sql, q.args...))
+	return strings.Join(parts, "\nUNION ALL\n")
 }
 
 // pageOfGroups selects, of the groups the statement groups returns (the
 // columns collectGroups reads, but for the counts), the largest
-// MaxDeadGroups ranked after the group after, with the counts of all of
-// them and of those ranked after.
+// MaxDeadGroups ranked after the group after, and one row more, marked,
+// with the counts of all of them and of those ranked after, which it
+// gives even when no group ranks after it.
 func pageOfGroups(q *deadQuery, groups string, after *DeadGroup) string {
-	return `SELECT ` + sqlDeadGroupCols + `, n, first_at, last_at, reasons, ids, msg, trips, group_key, total, messages, count(*) OVER (), coalesce(sum(n) OVER (), 0)::bigint
-		FROM (SELECT g.*, count(*) OVER () AS total, sum(n) OVER ()::bigint AS messages FROM (` + groups + `) g) a
-		WHERE ` + q.groupsAfter(after) + `
-		ORDER BY ` + sqlGroupOrder + `
-		LIMIT ` + q.arg(MaxDeadGroups)
+	return `WITH a AS MATERIALIZED (SELECT g.*, ` + q.groupsAfter(after) + ` AS after FROM (` + groups + `) g)
+		(SELECT false, ` + sqlDeadGroupCols + `, n, first_at, last_at, reasons, ids, msg, trips, group_key, 0::bigint, 0::bigint, 0::bigint, 0::bigint
+		 FROM a WHERE after
+		 ORDER BY ` + sqlGroupOrder + `
+		 LIMIT ` + q.arg(MaxDeadGroups) + `)
+		UNION ALL
+		SELECT true, '', '', '', '', '', 0::bigint, now(), now(), '{}'::text[], '{}'::bigint[], '', 0, '',
+		       count(*), coalesce(sum(n), 0)::bigint, count(*) FILTER (WHERE after), coalesce(sum(n) FILTER (WHERE after), 0)::bigint
+		FROM a`
 }
 
 // trackedGroup is a group as pgbus.dlq_group_counts counts it.
@@ -528,7 +545,7 @@ func pickDeadGroups(ctx context.Context, tx pgx.Tx, found []trackedGroup, reason
 
 // probeLastTimes reads the last time of each of groups that holds a
 // message (with a reason, a message of that reason), one statement per
-// DLQ, all in one round trip. Of those that rank after the group after
+// DLQ, a chunk of DLQs (inChunks) a round trip. Of those that rank after the group after
 // (all without one), it returns each DLQ's first limit in the order of
 // compareDeadGroups, with their last times set, how many rank after it
 // in all, and how many of those are as large as after.
@@ -537,27 +554,46 @@ func probeLastTimes(ctx context.Context, tx pgx.Tx, groups []*trackedGroup, reas
 	for _, g := range groups {
 		byDLQ[g.DLQ] = append(byDLQ[g.DLQ], g)
 	}
-	batch := &pgx.Batch{}
 	var top []*trackedGroup
 	var ranked, tied int
-	for dlq, gs := range byDLQ {
-		keys, sizes := make([]string, len(gs)), make([]int64, len(gs))
-		for i, g := range gs {
-			keys[i], sizes[i] = g.Group, g.Count
+	err := inChunks(ctx, tx, slices.Sorted(maps.Keys(byDLQ)), func(tx pgx.Tx, chunk []string) error {
+		batch := &pgx.Batch{}
+		for _, dlq := range chunk {
+			gs := byDLQ[dlq]
+			probeLastTimesOf(batch, dlq, gs, reason, after, limit, func(found []*trackedGroup, n, t int) {
+				top, ranked, tied = append(top, found...), ranked+n, tied+t
+			})
 		}
-		var afterN *int64
-		var afterAt *time.Time
-		var afterKey *string
-		var dlqAfter, dlqSame bool
-		if after != nil {
-			afterN, afterAt, afterKey = &after.Count, &after.LastDeadAt, &after.Group
-			dlqAfter, dlqSame = dlq > after.DLQ, dlq == after.DLQ
-		}
-		q := &deadQuery{args: []any{keys, sizes, limit, afterN, afterAt, dlqAfter, dlqSame, afterKey}}
-		of := probeReason(q, reason)
-		// The probe orders by the cause key first, as probeDeadGroups'
-		// do, so that only the cause index gives its order.
-		batch.Queue(`
+		return tx.SendBatch(ctx, batch).Close()
+	})
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return top, ranked, tied, nil
+}
+
+// probeLastTimesOf queues in batch probeLastTimes' statement of the
+// groups gs of dlq, which gives what it found to found: the groups in
+// order with their last times set, how many rank after the group after,
+// and how many of those are as large as it.
+func probeLastTimesOf(batch *pgx.Batch, dlq string, gs []*trackedGroup, reason string, after *DeadGroup, limit int, found func([]*trackedGroup, int, int)) {
+	keys, sizes := make([]string, len(gs)), make([]int64, len(gs))
+	for i, g := range gs {
+		keys[i], sizes[i] = g.Group, g.Count
+	}
+	var afterN *int64
+	var afterAt *time.Time
+	var afterKey *string
+	var dlqAfter, dlqSame bool
+	if after != nil {
+		afterN, afterAt, afterKey = &after.Count, &after.LastDeadAt, &after.Group
+		dlqAfter, dlqSame = dlq > after.DLQ, dlq == after.DLQ
+	}
+	q := &deadQuery{args: []any{keys, sizes, limit, afterN, afterAt, dlqAfter, dlqSame, afterKey}}
+	of := probeReason(q, reason)
+	// The probe orders by the cause key first, as probeDeadGroups'
+	// do, so that only the cause index gives its order.
+	batch.Queue(`
 			WITH c AS (
 				SELECT k.i, k.n, k.key, l.at
 				FROM unnest($1::uuid[], $2::bigint[]) WITH ORDINALITY AS k(key, n, i)
@@ -570,27 +606,23 @@ func probeLastTimes(ctx context.Context, tx pgx.Tx, groups []*trackedGroup, reas
 			)
 			SELECT i, at, count(*) OVER (), count(*) FILTER (WHERE n = $4::bigint) OVER ()
 			FROM c ORDER BY n DESC, at DESC, key::text COLLATE "C" LIMIT $3::int`, q.args...).
-			Query(func(rows pgx.Rows) error {
-				var i, n, t int
-				var at time.Time
-				for rows.Next() {
-					if err := rows.Scan(&i, &at, &n, &t); err != nil {
-						return err
-					}
-					if i < 1 || i > len(gs) {
-						continue
-					}
-					gs[i-1].LastDeadAt = at
-					top = append(top, gs[i-1])
+		Query(func(rows pgx.Rows) error {
+			var i, n, t int
+			var at time.Time
+			var top []*trackedGroup
+			for rows.Next() {
+				if err := rows.Scan(&i, &at, &n, &t); err != nil {
+					return err
 				}
-				ranked, tied = ranked+n, tied+t
-				return rows.Err()
-			})
-	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return nil, 0, 0, err
-	}
-	return top, ranked, tied, nil
+				if i < 1 || i > len(gs) {
+					continue
+				}
+				gs[i-1].LastDeadAt = at
+				top = append(top, gs[i-1])
+			}
+			found(top, n, t)
+			return rows.Err()
+		})
 }
 
 // probeReason is the condition a probe of a DLQ row d adds for a
@@ -606,28 +638,38 @@ func probeReason(q *deadQuery, reason string) string {
 }
 
 // probeDeadGroups fills in first and last times and sample ids, one
-// statement per DLQ, all in one round trip; with a reason, of the group's
+// statement per DLQ, a chunk of DLQs (inChunks) a round trip; with a reason, of the group's
 // messages of that reason only. The probes order by the cause key first,
 // the one key they select, so that only the cause index gives their
 // order: ordered by time alone, the planner could walk the time index
 // filtering by key, through every message of the groups dead-lettered
 // after (or before) the one probed, seconds when failures came in bursts.
 func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*trackedGroup, reason string) error {
-	batch := &pgx.Batch{}
-	for dlq, groups := range byDLQ {
-		probeOf(ctx).fullyProbed(len(groups))
-		// As text: a mode that does not ask the server for the types of
-		// parameters (default_query_exec_mode=exec or simple_protocol)
-		// cannot encode [16]byte.
-		keys := make([]string, len(groups))
-		for i, g := range groups {
-			keys[i] = groupKeyText(g.key)
+	return inChunks(ctx, tx, slices.Sorted(maps.Keys(byDLQ)), func(tx pgx.Tx, chunk []string) error {
+		batch := &pgx.Batch{}
+		for _, dlq := range chunk {
+			probeDeadGroupsOf(ctx, batch, dlq, byDLQ[dlq], reason)
 		}
-		q := &deadQuery{args: []any{keys}}
-		of := probeReason(q, reason)
-		args := q.args
-		t := queueTable(dlq)
-		batch.Queue(`
+		return tx.SendBatch(ctx, batch).Close()
+	})
+}
+
+// probeDeadGroupsOf queues in batch probeDeadGroups' statement of the
+// groups of dlq, which fills them in.
+func probeDeadGroupsOf(ctx context.Context, batch *pgx.Batch, dlq string, groups []*trackedGroup, reason string) {
+	probeOf(ctx).fullyProbed(len(groups))
+	// As text: a mode that does not ask the server for the types of
+	// parameters (default_query_exec_mode=exec or simple_protocol)
+	// cannot encode [16]byte.
+	keys := make([]string, len(groups))
+	for i, g := range groups {
+		keys[i] = groupKeyText(g.key)
+	}
+	q := &deadQuery{args: []any{keys}}
+	of := probeReason(q, reason)
+	args := q.args
+	t := queueTable(dlq)
+	batch.Queue(`
 			SELECT k.i, f.at, s.ats, s.ids, s.msg, s.trips
 			FROM unnest($1::uuid[]) WITH ORDINALITY AS k(key, i)
 			CROSS JOIN LATERAL (
@@ -642,25 +684,23 @@ func probeDeadGroups(ctx context.Context, tx pgx.Tx, byDLQ map[string][]*tracked
 				FROM (SELECT d.enqueued_at, d.msg_id, `+sqlDeadMessage+` AS msg, `+sqlDeadTrips+` AS trips FROM `+t+` d
 				      WHERE pgbus.dlq_cause_key(d.headers, d.message) = k.key`+of+`
 				      ORDER BY pgbus.dlq_cause_key(d.headers, d.message) DESC, d.enqueued_at DESC, d.msg_id DESC LIMIT 5) n) s`, args...).
-			Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var i int
-					var ats []time.Time
-					var g DeadGroup
-					if err := rows.Scan(&i, &g.FirstDeadAt, &ats, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ); err != nil {
-						return err
-					}
-					if i < 1 || i > len(groups) || len(ats) == 0 {
-						continue
-					}
-					dst := groups[i-1]
-					dst.FirstDeadAt, dst.LastDeadAt, dst.SampleMsgIDs, dst.ErrorMessage = g.FirstDeadAt, ats[0], g.SampleMsgIDs, g.ErrorMessage
-					dst.RetriesFromDLQ = g.RetriesFromDLQ
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var i int
+				var ats []time.Time
+				var g DeadGroup
+				if err := rows.Scan(&i, &g.FirstDeadAt, &ats, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ); err != nil {
+					return err
 				}
-				return rows.Err()
-			})
-	}
-	return tx.SendBatch(ctx, batch).Close()
+				if i < 1 || i > len(groups) || len(ats) == 0 {
+					continue
+				}
+				dst := groups[i-1]
+				dst.FirstDeadAt, dst.LastDeadAt, dst.SampleMsgIDs, dst.ErrorMessage = g.FirstDeadAt, ats[0], g.SampleMsgIDs, g.ErrorMessage
+				dst.RetriesFromDLQ = g.RetriesFromDLQ
+			}
+			return rows.Err()
+		})
 }
 
 // SQL of the columns groups are made of, the same on every path (the
@@ -684,17 +724,42 @@ const (
 func summaryFromScan(ctx context.Context, tx pgx.Tx, q *deadQuery, after *DeadGroup) ([]DeadGroup, deadTotals, error) {
 	cols := `msg_id, enqueued_at, ` + sqlDeadGroupExprs + `, ` + sqlDeadMessage + ` AS msg, ` + sqlDeadTrips + ` AS trips,
 		` + sqlDeadBlock + `->>'reason' AS reason, pgbus.dlq_cause_key(headers, message)::text AS group_key`
-	union := q.union(cols, nil, "")
-	groups := `SELECT ` + sqlDeadGroupCols + `, count(*) AS n, min(enqueued_at) AS first_at, max(enqueued_at) AS last_at,
+	return groupsInChunks(ctx, tx, q, after, func(cq *deadQuery) string {
+		return `SELECT ` + sqlDeadGroupCols + `, count(*) AS n, min(enqueued_at) AS first_at, max(enqueued_at) AS last_at,
 			coalesce(array_agg(DISTINCT reason COLLATE "C" ORDER BY reason COLLATE "C") FILTER (WHERE reason IS NOT NULL), '{}') AS reasons,
 			(array_agg(msg_id ORDER BY enqueued_at DESC, msg_id DESC))[1:5] AS ids,
 			(array_agg(msg ORDER BY enqueued_at DESC, msg_id DESC))[1] AS msg,
 			(array_agg(trips ORDER BY enqueued_at DESC, msg_id DESC))[1] AS trips,
 			min(group_key) AS group_key
-		FROM (` + union + `) u
+		FROM (` + cq.union(cols, nil, "") + `) u
 		GROUP BY ` + sqlDeadGroupCols
-	sql := pageOfGroups(q, groups, after)
-	return collectGroups(tx.Query(ctx, sql, q.args...))
+	})
+}
+
+// groupsInChunks reads the groups of q's DLQs a chunk of DLQs at a time
+// (inChunks), groups giving the statement of a chunk's groups as
+// pageOfGroups takes it: of each chunk the largest MaxDeadGroups ranked
+// after the group after, which hold the largest MaxDeadGroups of all
+// (a group is of one DLQ), unsorted, and the counts of all of them added
+// up. As a statement over every DLQ at once counted them, the counts are
+// 0 when no group ranks after the group after.
+func groupsInChunks(ctx context.Context, tx pgx.Tx, q *deadQuery, after *DeadGroup, groups func(cq *deadQuery) string) ([]DeadGroup, deadTotals, error) {
+	var out []DeadGroup
+	var total deadTotals
+	err := inChunks(ctx, tx, q.dlqs, func(tx pgx.Tx, chunk []string) error {
+		cq := q.chunk(chunk)
+		sql := pageOfGroups(cq, groups(cq), after)
+		gs, t, err := collectGroups(tx.Query(ctx, sql, cq.args...))
+		out, total = append(out, gs...), total.add(t)
+		return err
+	})
+	if err != nil {
+		return nil, deadTotals{}, err
+	}
+	if len(out) == 0 {
+		total = deadTotals{}
+	}
+	return out, total, nil
 }
 
 // ErrorPatterns returns each message as dead-letter groups compare it
@@ -764,18 +829,27 @@ func (p *summaryProbe) saw(dlqs []string) {
 	p.scanned = append(p.scanned, dlqs...)
 }
 
-// collectGroups reads the groups of a summary's statement, each row a
-// group with the totals of every group the statement counted.
+// collectGroups reads the groups of a summary's statement (pageOfGroups),
+// each row a group but the one marked, which holds the counts of every
+// group the statement counted.
 func collectGroups(rows pgx.Rows, err error) ([]DeadGroup, deadTotals, error) {
 	if err != nil {
 		return nil, deadTotals{}, err
 	}
 	var total deadTotals
-	groups, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DeadGroup, error) {
-		var g DeadGroup
-		err := r.Scan(&g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
-			&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &total.groups, &total.messages, &total.afterGroups, &total.afterMessages)
-		return g, err
+	groups := []DeadGroup{}
+	var g DeadGroup
+	var counts bool
+	var t deadTotals
+	_, err = pgx.ForEachRow(rows, []any{&counts, &g.DLQ, &g.SourceQueue, &g.Kind, &g.ErrorClass, &g.ErrorPattern, &g.Count, &g.FirstDeadAt, &g.LastDeadAt,
+		&g.Reasons, &g.SampleMsgIDs, &g.ErrorMessage, &g.RetriesFromDLQ, &g.Group, &t.groups, &t.messages, &t.afterGroups, &t.afterMessages}, func() error {
+		if counts {
+			total = t
+		} else {
+			groups = append(groups, g)
+		}
+		g = DeadGroup{}
+		return nil
 	})
 	return groups, total, err
 }
