@@ -531,8 +531,12 @@ func resourceAdvice(code string, err error, role, fewer string) advice {
 	switch {
 	case code == "53100": // disk_full
 		return advice{what: "the database server is out of disk space", todo: "free disk space on it (or give it a larger volume), " + again}
+	case code == "53200" && store.IsLockTableFull(err): // out_of_memory, of the lock table
+		return advice{what: "the database server's lock table is full (out of shared memory): a transaction locks each table it reads and each of the table's indexes until it ends, and the lock table, shared by every session, holds max_locks_per_transaction locks a connection",
+			todo: "raise max_locks_per_transaction on the server (ALTER SYSTEM SET max_locks_per_transaction = 256, which takes effect once the server restarts), or narrow the call to one queue, whose tables it then reads alone; " + again}
 	case code == "53200": // out_of_memory
-		return advice{what: "the database server ran out of memory", todo: "try the call again once it has recovered; if it keeps happening, give the server more memory, or lower its work_mem or the pool sizes of the processes that use it"}
+		return advice{what: "the database server ran out of memory", todo: "try the call again once it has recovered; if it keeps happening, give the server more memory, or lower its work_mem or the pool sizes of the processes that use it; " +
+			"if the database's words say it is out of shared memory, its lock table is full: raise max_locks_per_transaction on the server (a restart makes it take effect), or narrow the call to one queue"}
 	case code == "53300": // too_many_connections
 		return advice{what: "the database refused a connection: it has as many as it allows", atConnect: true,
 			todo: "lower the pool size of the processes that use it (pool_max_conns in the database URL, e.g. ?pool_max_conns=4), put PgBouncer in front of it, or raise the limit it names (max_connections, or a role's or database's CONNECTION LIMIT); " + again}

@@ -170,14 +170,18 @@ func TestResourceRefusalsAdvise(t *testing.T) {
 	for _, c := range []struct {
 		code, text string
 		want       []string
+		file       string
 	}{
-		{"53100", `could not extend file "base/16384/16385": No space left on device`, []string{"out of disk space", "free disk space"}},
-		{"53200", "out of memory", []string{"ran out of memory", "work_mem"}},
-		{"53300", "sorry, too many clients already", []string{"pool_max_conns", "PgBouncer"}},
-		{"53400", "all replication slots are in use", []string{"limit of its configuration", "raise the setting", "the database's hint: Free one or increase max_replication_slots;"}},
-		{"57P03", "the database system is starting up", []string{"takes no connections now", "once it is up"}},
+		{"53100", `could not extend file "base/16384/16385": No space left on device`, []string{"out of disk space", "free disk space"}, ""},
+		{"53200", "out of memory", []string{"ran out of memory", "work_mem", "max_locks_per_transaction", "one queue"}, "mcxt.c"},
+		// The lock table full, told by the lock manager's file, whatever
+		// the server's language: here German.
+		{"53200", "Speicher im Shared Memory aufgebraucht", []string{"lock table is full", "ALTER SYSTEM SET max_locks_per_transaction", "restarts", "narrow the call to one queue"}, "lock.c"},
+		{"53300", "sorry, too many clients already", []string{"pool_max_conns", "PgBouncer"}, ""},
+		{"53400", "all replication slots are in use", []string{"limit of its configuration", "raise the setting", "the database's hint: Free one or increase max_replication_slots;"}, ""},
+		{"57P03", "the database system is starting up", []string{"takes no connections now", "once it is up"}, ""},
 	} {
-		pgErr := &pgconn.PgError{Severity: "ERROR", Code: c.code, Message: c.text}
+		pgErr := &pgconn.PgError{Severity: "ERROR", Code: c.code, Message: c.text, File: c.file}
 		if c.code == "53400" {
 			pgErr.Hint = "Free one or increase max_replication_slots."
 		}

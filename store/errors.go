@@ -121,6 +121,18 @@ func ChangedCause(err error) string {
 	return ""
 }
 
+// IsLockTableFull reports whether err is PostgreSQL refusing a lock for
+// want of room in its lock table (SQLSTATE 53200, out of shared memory,
+// raised by the lock manager, lock.c): every lock a transaction holds, of
+// each table and index it read, takes room in a table shared by every
+// session, sized by max_locks_per_transaction. It is told by the code
+// and the server's source file, which the error carries untranslated,
+// not by the error's words, which lc_messages translates.
+func IsLockTableFull(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "53200" && pgErr.File == "lock.c"
+}
+
 // SQLState returns the SQLSTATE and the hint of the PostgreSQL error err
 // is or wraps, whether a statement's or a refused connection's, or "" for
 // both when it wraps none. The operations layer explains errors by them
