@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -467,4 +468,67 @@ func BenchmarkLockBoundedRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkQueueStatsManyQueues measures the stats of every queue, their
+// archives counted, as pgbus queues and the stats tool read them, over
+// 1,500 queues of 5 messages each, 3 of them archived, a tenth of them
+// with 2 dead messages: a database of a queue per tenant. It reports the
+// median of the reads besides their mean.
+func BenchmarkQueueStatsManyQueues(b *testing.B) {
+	const n = 1500
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	// Longer than a test's: the queues take minutes to make.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	names := make(chan string)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for q := range names {
+				if err := s.CreateQueue(ctx, q); err != nil {
+					errs <- err
+					return
+				}
+				ids, err := s.SendBatch(ctx, q, msgs(5))
+				if err == nil {
+					_, err = s.ArchiveMany(ctx, q, ids[:3])
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	prefix := uniqueName("st")
+	queues := make([]string, n)
+	for i := range queues {
+		queues[i] = fmt.Sprintf("%s_%04d", prefix, i)
+		names <- queues[i]
+	}
+	close(names)
+	for range 4 {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < n; i += 10 {
+		pgtest.DeadLetterN(b, s, queues[i], 2, pgtest.DeadSpec{Kind: "k", Message: "boom"})
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	var took []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		stats, err := s.QueueStats(ctx, "", store.QueueStatsOptions{Archive: true})
+		took = append(took, time.Since(start))
+		if err != nil || len(stats) < n {
+			b.Fatalf("stats of %d queues, %v; want %d", len(stats), err, n)
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
 }

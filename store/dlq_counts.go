@@ -16,6 +16,20 @@ func dlqCountedDepth(name string) string {
 			+ (SELECT coalesce(sum(delta), 0) FROM pgbus.dlq_group_deltas WHERE dlq = ` + name + `))::bigint`
 }
 
+// dlqTrackedSQL is whether the groups of the DLQ table whose regclass is
+// the SQL expression reg are kept, as pgbus.dlq_groups_tracked says
+// (schema/0007_dlq_groups.sql): its four triggers exist, call
+// pgbus.dlq_groups_track and fire in ordinary sessions; false for NULL.
+// It is read inline, one probe of pg_trigger's index: the function, which
+// sets its own search_path (schema/0025_function_search_path.sql), is
+// never expanded in place, and each call, a function call with its own
+// settings, cost a read of every queue's stats 0.1 ms a table.
+func dlqTrackedSQL(reg string) string {
+	return `((SELECT count(*) FROM pg_catalog.pg_trigger t
+		 WHERE t.tgrelid = ` + reg + ` AND t.tgname IN ('pgbus_dlq_groups_ins', 'pgbus_dlq_groups_del', 'pgbus_dlq_groups_upd', 'pgbus_dlq_groups_trunc')
+		   AND t.tgfoid = 'pgbus.dlq_groups_track()'::pg_catalog.regprocedure AND t.tgenabled IN ('O', 'A')) = 4)`
+}
+
 // dlqCountedDepthsCTE is the common table expression counted_depths
 // (dlq, depth): the depth, base counts plus pending deltas, of each DLQ
 // named in the SQL text[] expression names that has any, read once for

@@ -76,12 +76,15 @@ func TestDepthsReadGroupCountsOnceWhateverTheStatistics(t *testing.T) {
 	// table's size: 43 a name were seen). Once per name, the group table
 	// alone would take its 1,640 pages 120 times.
 	bound := int64(3*pages + 100*len(names))
-	for _, c := range []struct{ name, sql string }{
-		{"depths", store.TableStatesSQL},
-		{"DLQs holding messages", store.DeadHoldingSQL},
+	for _, c := range []struct {
+		name, sql string
+		args      []any
+	}{
+		{"depths", store.TableStatesSQL, []any{names, true}},
+		{"DLQs holding messages", store.DeadHoldingSQL, []any{names}},
 	} {
 		var raw []byte
-		if err := s.Pool().QueryRow(ctx, `EXPLAIN (FORMAT JSON, ANALYZE, BUFFERS) `+c.sql, names).Scan(&raw); err != nil {
+		if err := s.Pool().QueryRow(ctx, `EXPLAIN (FORMAT JSON, ANALYZE, BUFFERS) `+c.sql, c.args...).Scan(&raw); err != nil {
 			t.Fatal(err)
 		}
 		var plan []struct {

@@ -194,7 +194,7 @@ var DeadHoldingSQL = deadHoldingSQL
 // runs on the table of queue q (a queue without priority levels), as the
 // state of its table now chooses it: counted or estimated.
 func DepthReadSQL(ctx context.Context, s *Store, q string) (string, []any, error) {
-	states, err := s.tableStates(ctx, []string{q})
+	states, err := s.tableStates(ctx, []string{q}, false)
 	if err != nil {
 		return "", nil, err
 	}

@@ -104,7 +104,7 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 		}
 		tables = append(tables, rd.dlqOf(q))
 	}
-	states, err := s.tableStates(ctx, tables)
+	states, err := s.tableStates(ctx, tables, rd.sent)
 	if err != nil {
 		return nil, false, err
 	}
@@ -128,7 +128,12 @@ func (s *Store) depthsOf(ctx context.Context, rd depthRead) ([]QueueDepth, bool,
 			case !st.exists:
 				missing[i]++
 			default:
-				add(s.workArm(i, level, p, st, rd))
+				a := s.workArm(i, level, p, st, rd)
+				if a.sent && st.sent != nil { // read with the states
+					out[i].totalSent += *st.sent
+					a.sent = false
+				}
+				add(a)
 			}
 		}
 		if st := states[rd.dlqOf(q)]; st.counted != nil {
@@ -383,6 +388,9 @@ type tableState struct {
 	pages, planned int64
 	// archivePages is the size of its archive in pages, 0 for none.
 	archivePages int64
+	// sent is how many messages were ever sent to it, read from its id
+	// sequence when asked for and the role may read that; else nil.
+	sent *int64
 }
 
 // liveTuplesSQL is the statistics system's count of the live rows of the
@@ -423,43 +431,90 @@ func pagesSQL(reg string) string {
 // for all names: dlqCountedDepthsCTE), the
 // statistics system's counts of the live rows of its table and archive,
 // the size of its table in pages (not read of a tracked DLQ) with the
-// estimate of its rows (archiveTuplesSQL), and the size of its archive.
+// estimate of its rows (archiveTuplesSQL), the size of its archive, and
+// with $2 the messages ever sent to it where the role may read its id
+// sequence (sentOfSequenceSQL; NULL where it may not, or without $2),
+// found as pg_get_serial_sequence finds it, from the table's oid rather
+// than its name, which a table dropped meanwhile would fail on.
+// Read here, from the catalog, that count is no subquery of the depth
+// read, which planned the three of them per queue at each read: half the
+// time of a read of every queue's stats.
 var tableStatesSQL = `
 		WITH ` + dlqCountedDepthsCTE("$1::text[]") + `
 		SELECT n, r IS NOT NULL, a IS NOT NULL,
 		       coalesce((SELECT c.relkind = 'p' FROM pg_class c WHERE c.oid = r), false),
-		       CASE WHEN pgbus.dlq_groups_tracked(r) THEN coalesce(d.depth, 0) END,
+		       CASE WHEN ` + dlqTrackedSQL("r") + ` THEN coalesce(d.depth, 0) END,
 		       ` + liveTuplesSQL("r") + `, ` + archiveTuplesSQL("a") + `,
-		       CASE WHEN r IS NULL OR pgbus.dlq_groups_tracked(r) THEN 0 ELSE ` + pagesSQL("r") + ` END,
-		       ` + archiveTuplesSQL("r") + `, ` + pagesSQL("a") + `
+		       CASE WHEN r IS NULL OR ` + dlqTrackedSQL("r") + ` THEN 0 ELSE ` + pagesSQL("r") + ` END,
+		       ` + archiveTuplesSQL("r") + `, ` + pagesSQL("a") + `,
+		       CASE WHEN $2::boolean AND r IS NOT NULL THEN (
+		           SELECT CASE WHEN has_sequence_privilege(s.seq, 'SELECT, USAGE') THEN ` + sentOfSequenceSQL("s.seq") + ` END
+		           FROM (SELECT d.objid::regclass AS seq FROM pg_catalog.pg_depend d
+		                 JOIN pg_catalog.pg_attribute at ON at.attrelid = r AND at.attname = 'msg_id' AND NOT at.attisdropped
+		                 WHERE d.refclassid = 'pg_catalog.pg_class'::regclass AND d.refobjid = r AND d.refobjsubid = at.attnum
+		                   AND d.classid = 'pg_catalog.pg_class'::regclass AND d.deptype IN ('a', 'i')
+		                   AND (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = d.objid) = 'S'
+		                 LIMIT 1) s) END
 		FROM unnest($1::text[]) AS n
 		     CROSS JOIN LATERAL to_regclass(format('%I.%I', 'pgmq', 'q_' || n)) AS r
 		     CROSS JOIN LATERAL to_regclass(format('%I.%I', 'pgmq', 'a_' || n)) AS a
 		     LEFT JOIN counted_depths d ON d.dlq = n`
 
-// tableStates returns the state of the tables of each queue named.
-func (s *Store) tableStates(ctx context.Context, names []string) (map[string]tableState, error) {
-	rows, err := s.reads.Query(ctx, tableStatesSQL, names)
-	if err != nil {
-		return nil, fmt.Errorf("store: read which queue tables exist: %w", err)
-	}
+// tableStateChunk is how many names one statement of tableStates reads:
+// the size of a table (pg_relation_size) and the id sequence read lock
+// them to the end of the transaction, three relations a name.
+const tableStateChunk = 50
+
+// tableStates returns the state of the tables of each queue named, with
+// how many messages were sent to each when sent is set. Each chunk of
+// names is read in a transaction of its own, without JIT, as a depth
+// read: planned over thousands of names, the statement's estimates added
+// up to a cost that had it compiled, for seconds (two of a read of 1,500
+// queues' stats) where it runs in a fraction of one.
+func (s *Store) tableStates(ctx context.Context, names []string, sent bool) (map[string]tableState, error) {
 	out := make(map[string]tableState, len(names))
-	var name string
-	var st tableState
-	var n *int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &st.exists, &st.archive, &st.partitioned, &n, &st.live, &st.archived, &st.pages, &st.planned, &st.archivePages}, func() error {
-		st.counted = nil
-		if n != nil {
-			counted := *n // n may be scanned into again
-			st.counted = &counted
+	for chunk := range slices.Chunk(names, tableStateChunk) {
+		err := s.tableStatesOnce(ctx, chunk, sent, out)
+		if s.reads.retry(ctx, err) {
+			err = s.tableStatesOnce(withForcedPing(ctx), chunk, sent, out)
 		}
-		out[name] = st
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: read which queue tables exist: %w", err)
+		if sent && (isUndefinedTable(err) || relationGone(err)) {
+			// A table, or its sequence, dropped meanwhile: the depth
+			// read reads what was sent, and says which went.
+			err = s.tableStatesOnce(ctx, chunk, false, out)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: read which queue tables exist: %w", err)
+		}
 	}
 	return out, nil
+}
+
+// tableStatesOnce reads the states of names into out, in one statement.
+func (s *Store) tableStatesOnce(ctx context.Context, names []string, sent bool, out map[string]tableState) error {
+	return pgx.BeginTxFunc(ctx, s.reads, depthTx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, tableStatesSQL, names, sent)
+		if err != nil {
+			return err
+		}
+		var name string
+		var st tableState
+		var n, total *int64
+		_, err = pgx.ForEachRow(rows, []any{&name, &st.exists, &st.archive, &st.partitioned, &n, &st.live, &st.archived, &st.pages, &st.planned, &st.archivePages, &total}, func() error {
+			st.counted, st.sent = nil, nil
+			if n != nil {
+				counted := *n // n may be scanned into again
+				st.counted = &counted
+			}
+			if total != nil {
+				t := *total
+				st.sent = &t
+			}
+			out[name] = st
+			return nil
+		})
+		return err
+	})
 }
 
 // readDepths reads the tables of arms in one statement, adding their
