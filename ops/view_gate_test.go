@@ -33,7 +33,10 @@ func TestConcurrentViewsOfLargePayloadsTakeTurns(t *testing.T) {
 	}
 	size := int64(len(payload))
 	capBytes := size + size/2 // room for one view, not two
-	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: capBytes})
+	// Calls that wait their turn count the wait in their call timeout: a
+	// bound as long as the test's keeps a busy machine's slow reads of the
+	// others' payloads from ending them.
+	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: capBytes, DatabaseCallTimeout: 2 * time.Minute})
 	const calls = 4
 	holdFirstView(svc, calls, size)
 	var wg sync.WaitGroup
@@ -150,7 +153,10 @@ func TestConcurrentListsOfLargePayloadsTakeTurns(t *testing.T) {
 	}
 	size := int64(len(payload))
 	capBytes := size + size/2
-	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: capBytes})
+	// Calls that wait their turn count the wait in their call timeout: a
+	// bound as long as the test's keeps a busy machine's slow reads of the
+	// others' payloads from ending them.
+	svc := newService(t, s, ops.Options{AllowPayloads: true, Bounds: ops.FullBounds, ViewBytes: capBytes, DatabaseCallTimeout: 2 * time.Minute})
 	const calls = 3
 	holdFirstView(svc, calls, size)
 	var wg sync.WaitGroup
