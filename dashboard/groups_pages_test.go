@@ -125,7 +125,9 @@ func TestBrowserDeadGroupsNextPage(t *testing.T) {
 
 	// Every group gone since the first page: the next page says no group
 	// follows any more, and links the first page.
-	if _, err := st.PurgeQueue(ctx, store.DLQName(q)); err != nil {
+	// A context of its own: on a busy machine the pages above may take
+	// the two minutes of the test's.
+	if _, err := st.PurgeQueue(pgtest.Context(t), store.DLQName(q)); err != nil {
 		t.Fatal(err)
 	}
 	b.do("open the next page of groups gone", chromedp.Navigate("http://"+addr+next.String()), page("groups"))

@@ -115,7 +115,9 @@ func newBrowserUnder(t *testing.T, addr, prefix string) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &browser{t: t, base: "http://" + addr + prefix, prefix: prefix, c: &http.Client{Jar: jar, Timeout: time.Minute,
+	// A bound for a failure only: a bulk move of a thousand messages may
+	// take over a minute on a busy machine.
+	return &browser{t: t, base: "http://" + addr + prefix, prefix: prefix, c: &http.Client{Jar: jar, Timeout: 3 * time.Minute,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
