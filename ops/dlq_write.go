@@ -275,19 +275,14 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	// died since it began, those it retried that died again among them,
 	// are not, or the same call would retry them a second time and leave
 	// as many of its own behind.
+	until := ""
 	if rep.Retried > 0 || len(rep.Unsure) > 0 {
 		// One that retried none is the same call again, retrying them.
-		again.Filter = req.Filter.Pinned(now)
-		if !rep.SelectedUntil.IsZero() {
-			again.Filter.Until = rep.SelectedUntil.UTC().Format(time.RFC3339Nano)
-		}
+		again.Filter = restFilter(req.Filter, now, rep.SelectedUntil)
+		until = again.Filter.Until
 	}
 	err = partlyDoneOrNone(err, cut, "retrying", int64(rep.Retried), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
-	var pd *PartlyDone
-	if errors.As(err, &pd) && pd.Again.Op != "" {
-		if rep.Retried > 0 || len(rep.Unsure) > 0 {
-			pd.Until = again.Filter.Until
-		}
+	if pd := pinRest(err, until); pd != nil {
 		if pace > 0 && rep.VisibleUntil.After(s.now()) {
 			// The messages it moved still wait their turns: the rest
 			// belongs after them, as after a paced call that reached
@@ -867,12 +862,17 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 		return DLQDiscard{}, explain(changed(err, req.redry), append(levelRedo(err, req.onQueue), hint(OpDLQSummary, "shows the groups there are"))...)
 	}
 	// Stopped partway, the messages discarded so far stay discarded: the
-	// result and the error count them.
+	// result and the error count them. The rest is the rest of what this
+	// call selected, as for a retry: the messages that died since it
+	// began, which nobody has looked at yet, are not.
 	again := req
 	again.Expect = ""
+	again.Filter = restFilter(req.Filter, now, rep.SelectedUntil)
 	steps := req
 	steps.Filter = req.Filter.Pinned(now)
-	return discardResult(rep, steps), partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
+	err = partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
+	pinRest(err, again.Filter.Until)
+	return discardResult(rep, steps), err
 }
 
 // PreviewDiscard is what DLQDiscard would do with req now, as its dry

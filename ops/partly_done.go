@@ -45,11 +45,11 @@ type PartlyDone struct {
 	// the limit that is left (Left). Empty when the call did all its limit
 	// allowed before it stopped: there is no rest.
 	Again Hint
-	// Until, for a retry by filter, is the end of what it selected (RFC
-	// 3339), which Again takes as its until: the call that does the rest
-	// retries the rest of the same messages, not those that died since it
-	// began, among them those it retried that died again. "" when Again
-	// has none.
+	// Until, for a retry or discard by filter, is the end of what it
+	// selected (RFC 3339), which Again takes as its until: the call that
+	// does the rest handles the rest of the same messages, not those that
+	// died since it began, among them those a retry retried that died
+	// again, and those nobody has looked at yet. "" when Again has none.
 	Until string
 	// VisibleUntil, for a paced retry, is when the last message it moved
 	// becomes visible: the call that does the rest belongs after it, at
@@ -258,6 +258,30 @@ func partlyDone(err error, verb string, done, limit int64, unsure []DeadID, agai
 		p.Again.Why = p.Rest()
 	}
 	return p
+}
+
+// restFilter is the filter of the call that does the rest of a retry or
+// discard by filter stopped partway: f, pinned at now, ending where the
+// stopped call's selection ended (selectedUntil, when known), so that it
+// selects the rest of the same messages and not those that died since.
+func restFilter(f DeadFilter, now, selectedUntil time.Time) DeadFilter {
+	f = f.Pinned(now)
+	if !selectedUntil.IsZero() {
+		f.Until = selectedUntil.UTC().Format(time.RFC3339Nano)
+	}
+	return f
+}
+
+// pinRest sets the Until of err's PartlyDone to until, the until of the
+// filter its Again takes (restFilter), when it names a call that does the
+// rest, and returns it; nil when err names none.
+func pinRest(err error, until string) *PartlyDone {
+	var pd *PartlyDone
+	if !errors.As(err, &pd) || pd.Again.Op == "" {
+		return nil
+	}
+	pd.Until = until
+	return pd
 }
 
 // cutOff reports whether err stopped a call before its end without

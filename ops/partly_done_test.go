@@ -87,8 +87,8 @@ func TestStoppedBulkCallsCountWhatTheyDid(t *testing.T) {
 		if !errors.As(err, &pd) || gone == 0 || gone == 600 || d.Discarded != int(gone) || pd.Done != int64(gone) {
 			t.Fatalf("stopped discard = %d discarded, %v; want a PartlyDone counting the %d archived", d.Discarded, err, gone)
 		}
-		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_discard","args":{"confirm":true,"limit":500,"queue":"`+q+`"},"why":"discards the rest"}]`; got != want {
-			t.Errorf("next steps %s, want the same call again with the limit left, %s", got, want)
+		if got, want := stepsJSON(t, ops.NextSteps(err)), `[{"op":"dlq_discard","args":{"confirm":true,"limit":500,"queue":"`+q+`","until":"`+pd.Until+`"},"why":"discards the rest"}]`; pd.Until == "" || got != want {
+			t.Errorf("next steps %s, want the same call again with the limit left, up to where its selection ended, %s", got, want)
 		}
 		m := partialAudit(t, auditRows(t, s, client), ops.OpDLQDiscard)
 		if m["discarded"] != float64(gone) || m["error"] == nil {
@@ -227,5 +227,44 @@ func TestStoppedPacedRetrySaysWhenTheRestBelongs(t *testing.T) {
 	}
 	if rate, _ := pd.Again.Args["rate"].(float64); rate != 1 {
 		t.Errorf("the call that does the rest, %+v, is not at the same rate", pd.Again)
+	}
+}
+
+// A discard by filter stopped partway names, as the call that does the
+// rest, the same filter ending where its own selection ended, as a retry
+// does: that call discards the rest of the same messages, and leaves the
+// ones that died since, which nobody has looked at yet.
+func TestStoppedDiscardRestLeavesThoseDeadSince(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	svc := newService(t, s, ops.Options{})
+	base := testContext(t)
+	q := newQueue(t, s, nil)
+	pgtest.DeadLetterN(t, s, q, 600, pgtest.DeadSpec{})
+	ctx, progress := cancelAfterFirst(base)
+	_, err := svc.DLQDiscard(ctx, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 100000, Confirm: true, Progress: progress})
+	var pd *ops.PartlyDone
+	if !errors.As(err, &pd) || pd.Done == 0 || pd.Done == 600 || pd.Again.Op != ops.OpDLQDiscard {
+		t.Fatalf("stopped discard: %v; want a PartlyDone with the call that does the rest", err)
+	}
+	rest := 600 - int(pd.Done)
+	// Messages that die after the stopped call began, which nobody has
+	// looked at.
+	pgtest.DeadLetterN(t, s, q, 7, pgtest.DeadSpec{})
+
+	until, _ := pd.Again.Args["until"].(string)
+	if until == "" || pd.Until != until || !strings.Contains(err.Error(), "until "+until) {
+		t.Fatalf("the call that does the rest, %+v (error %q), names no until: it would discard the messages that died since too", pd.Again, err)
+	}
+	if _, perr := time.Parse(time.RFC3339Nano, until); perr != nil {
+		t.Fatalf("the until %q of the call that does the rest is no time: %v", until, perr)
+	}
+	limit, _ := pd.Again.Args["limit"].(int)
+	d, err := svc.DLQDiscard(base, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q, Until: until}, Limit: limit, Confirm: true})
+	if err != nil || d.Discarded != rest {
+		t.Fatalf("the rest = %d discarded, %v; want the %d left of the stopped call's messages", d.Discarded, err, rest)
+	}
+	if left, err := svc.DLQDiscard(base, ops.DLQDiscardRequest{Filter: ops.DeadFilter{Queue: q}, Limit: 1000, DryRun: true}); err != nil || left.Discarded != 7 {
+		t.Fatalf("left in the DLQ: %d, %v; want the 7 that died since", left.Discarded, err)
 	}
 }

@@ -474,6 +474,11 @@ type DiscardReport struct {
 	// the call gave up, after it was sent (OutcomeUnknown). They are not
 	// counted in Discarded.
 	Unsure []DeadID `json:"unsure,omitempty"`
+	// SelectedUntil is the end of what it selected, as for
+	// RetryReport.SelectedUntil: a call that does the rest of one stopped
+	// partway takes it as its Until, so that it discards the rest of the
+	// same messages, not those that died since, which nobody has looked at.
+	SelectedUntil time.Time `json:"-"`
 }
 
 func (r *DiscardReport) add(dlq string, ids ...int64) {

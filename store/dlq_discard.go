@@ -69,6 +69,7 @@ func (s *Store) DiscardDeadSelected(ctx context.Context, f DeadFilter, limit int
 	if err != nil {
 		return rep, err
 	}
+	rep.SelectedUntil = f.Until
 	if !opts.DryRun && opts.Expect == "" {
 		return rep, s.discardPaged(ctx, f, limit, opts.Progress, &rep)
 	}

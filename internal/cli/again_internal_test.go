@@ -43,3 +43,17 @@ func TestStoppedRetryNamesTheUntilOfTheRest(t *testing.T) {
 		t.Errorf("runAgain = %q, want %q", got, want)
 	}
 }
+
+// A discard by filter stopped by a signal names the command that does the
+// rest up to where its selection ended, as a retry-all does, so that it
+// discards none of the messages that died since, which nobody has looked
+// at yet.
+func TestStoppedDiscardNamesTheUntilOfTheRest(t *testing.T) {
+	until := "2026-12-07T18:59:01.123456Z"
+	again := ops.Hint{Op: ops.OpDLQDiscard, Args: map[string]any{"queue": "reports", "limit": 664, "confirm": true, "until": until}}
+	a := &app{}
+	signal := fmt.Errorf("store: page through dead messages: %w", &ops.PartlyDone{Verb: "discarding", Done: 336, Limit: 1000, Err: context.Canceled, Until: until, Again: again})
+	if got, want := a.stoppedBySignal(nil, signal).Error(), "run pgbus dlq discard --limit 664 --queue reports --until "+until+" --yes: it discards the rest"; !strings.Contains(got, want) {
+		t.Errorf("discard stopped by a signal: %q; want it to say %q", got, want)
+	}
+}
