@@ -249,3 +249,38 @@ func TestBreakerTurnedOffReleasesItsJobs(t *testing.T) {
 		t.Errorf("the release is not logged with its breaker and count:\n%s", out)
 	}
 }
+
+// throttled is a downstream's refusal to take more: class http.429.
+type throttled struct{}
+
+func (throttled) Error() string      { return "POST https://api.example.com/x: 429 Too Many Requests" }
+func (throttled) ErrorClass() string { return "http.429" }
+
+// A failure a breaker counts is recorded with its error class and the wait
+// the downstream asked for, so that health can tell a downstream limiting
+// its rate from one that is down.
+func TestBreakerRecordsTheClassOfItsLastFailure(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	q := newQueue(t, s, func(qs *store.QueueSettings) { qs.MaxRetries = 50 })
+	name := uniqueName("throttled")
+	cfg := &store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}
+	c := pgtest.NewClient(t, s, q, nil)
+	c.Handle("call", func(context.Context, *engine.Job) error {
+		return engine.RetryAfter(30*time.Second, throttled{})
+	}, engine.HandlerOptions{Breaker: cfg})
+	pgtest.Start(t, c)
+	pgtest.Send(t, c, q, 1, engine.SendOptions{Kind: "call"})
+	var b store.BreakerState
+	pgtest.Eventually(t, 30*time.Second, "the breaker opened", func() bool {
+		all, err := s.ListBreakers(context.Background(), name)
+		if err != nil || len(all) != 1 {
+			return false
+		}
+		b = all[0]
+		return b.State == store.BreakerOpen
+	})
+	if b.LastErrorClass != "http.429" || b.LastRetryAfterMs != 30000 || !strings.Contains(b.LastError, "429") {
+		t.Errorf("breaker = class %q, retry after %d ms, last error %q; want http.429, 30000 and the error", b.LastErrorClass, b.LastRetryAfterMs, b.LastError)
+	}
+}

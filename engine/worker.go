@@ -975,7 +975,13 @@ func (w *queueWorker) breakerRecord(name string, job *Job, jobErr error, probe b
 			w.c.log.Info("pgbus: circuit breaker closed: its probe succeeded", "breaker", name, "queue", job.Queue, "kind", job.Kind)
 		}
 	} else {
-		change, err = w.c.store.BreakerFailed(ctx, name, jobErr.Error())
+		// Its class and the wait it asked for tell a downstream that
+		// limits its rate (http.429) from one that is down.
+		f := store.FailedCall{Error: jobErr.Error(), Class: ErrorClass(jobErr)}
+		if d, ok := retryHint(jobErr); ok && f.Class != ClassNack {
+			f.RetryAfter = d
+		}
+		change, err = w.c.store.BreakerFailedWith(ctx, name, f)
 		if err == nil && change.Opened() {
 			what := "pgbus: circuit breaker opened; its jobs are snoozed until it lets a probe through"
 			if probe {

@@ -85,6 +85,10 @@ type HealthReason struct {
 	// Workers tells no_workers apart: never served, or served once.
 	Workers string `json:"workers,omitempty" jsonschema:"enum=never,enum=stopped,enum=stale" jsonschema_description:"For no_workers: never (no worker process served the queue in the last 24 hours), stopped (those that did shut down) or stale (one that did stopped heartbeating: crashed or hung)."`
 	Next    []Hint `json:"next,omitempty" jsonschema_description:"Where to look next."`
+	// RateLimited, for circuit_open, says the breaker's last failure was
+	// its downstream limiting its rate or concurrency, and which setting
+	// bounds the requests in flight.
+	RateLimited *RateLimited `json:"rate_limited,omitempty" jsonschema_description:"For circuit_open: the breaker's last failure was the downstream limiting its rate or concurrency (429, or 503 with a Retry-After); the held jobs all run at once when it closes and open it again, until the setting named bounds the requests in flight."`
 	// subject is what else the reason is about, when its code and queue
 	// do not tell it apart: the breaker of circuit_open, since several
 	// breakers can hold up one queue.
@@ -953,10 +957,20 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 	case held > 0:
 		count = fmt.Sprintf(" (%s now)", plural.Count(held, "job", "jobs"))
 	}
-	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s%s%s: the jobs of %s that use it are held%s, not failed, %s",
-		b.Name, state, cause, why, quoteList(queues), count, until),
+	limited := rateLimitedOf(b)
+	if o != nil {
+		limited = nil // a person's window, not the downstream's refusal
+	}
+	slow := ""
+	if limited != nil {
+		slow = fmt.Sprintf("; the downstream limits its rate or concurrency (its last answer a %d asking to slow down): once the breaker closes, every job it held runs at once and opens it again, so the jobs crawl through; bound the requests in flight with %s, in %s",
+			limited.Status, limited.Setting, limited.Where)
+	}
+	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s%s%s: the jobs of %s that use it are held%s, not failed, %s%s",
+		b.Name, state, cause, why, quoteList(queues), count, until, slow),
 		hint(OpCircuits, "shows the breaker, its users and its last error", "name", b.Name))
 	h.Reasons[len(h.Reasons)-1].subject = b.Name
+	h.Reasons[len(h.Reasons)-1].RateLimited = limited
 }
 
 // quoteList names queues for a message: "a", "a" and "b", or the first

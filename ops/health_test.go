@@ -976,3 +976,68 @@ func TestHealthPausedCountsReady(t *testing.T) {
 		t.Fatalf("reasons = %+v; want queue_paused saying %q", h.Reasons, want)
 	}
 }
+
+// A breaker opened by a downstream that limits its rate (429 Too Many
+// Requests, or a 503 with a Retry-After) cycles: each time it closes,
+// every job it held runs at once and opens it again. Health's circuit_open
+// reason and the circuits view say so, and name the setting that bounds
+// the requests in flight, as a field and not only in words; a 503 without
+// a Retry-After, a downstream that is down, names none.
+func TestHealthNamesTheBoundOfARateLimitedBreaker(t *testing.T) {
+	t.Parallel()
+	s := isolatedStore(t)
+	ctx := testContext(t)
+	svc := newService(t, s, ops.Options{})
+	q := newQueue(t, s, nil)
+	if err := s.RegisterWorker(ctx, store.WorkerProcess{ID: uniqueName("w"), Hostname: "h", PID: 1, Queues: []string{q}, Concurrency: 10}); err != nil {
+		t.Fatal(err)
+	}
+	breaker := func(name string, f store.FailedCall) {
+		t.Helper()
+		if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Hour, MaxCoolOff: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: q}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.BreakerFailedWith(ctx, name, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	limited, slowed, down := uniqueName("http:limited"), uniqueName("http:slowed"), uniqueName("http:down")
+	breaker(limited, store.FailedCall{Error: "POST https://api.example.com/x: 429 Too Many Requests", Class: "http.429"})
+	breaker(slowed, store.FailedCall{Error: "POST https://b.example.com/x: 503 Service Unavailable (Retry-After 30s)", Class: "http.503", RetryAfter: 30 * time.Second})
+	breaker(down, store.FailedCall{Error: "POST https://c.example.com/x: 503 Service Unavailable", Class: "http.503"})
+	h, err := svc.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]ops.HealthReason{}
+	for _, r := range h.Reasons {
+		if r.Code == "circuit_open" {
+			got[r.Key().Subject] = r
+		}
+	}
+	for name, want := range map[string]int{limited: 429, slowed: 503} {
+		r, ok := got[name]
+		if !ok {
+			t.Fatalf("health names no circuit_open for %s: %+v", name, h.Reasons)
+		}
+		if r.RateLimited == nil || r.RateLimited.Status != want || r.RateLimited.Setting != "max_concurrency" || r.RateLimited.Where == "" {
+			t.Errorf("circuit_open of %s: rate_limited %+v; want status %d and the setting max_concurrency", name, r.RateLimited, want)
+		}
+		if !strings.Contains(r.Message, "limits its rate or concurrency") || !strings.Contains(r.Message, "bound the requests in flight with max_concurrency") {
+			t.Errorf("circuit_open of %s says %q; want it to say the downstream limits its rate and name max_concurrency", name, r.Message)
+		}
+	}
+	if r := got[slowed]; r.RateLimited != nil && r.RateLimited.RetryAfterSeconds != 30 {
+		t.Errorf("rate_limited of %s: %+v; want its Retry-After of 30 seconds", slowed, r.RateLimited)
+	}
+	if r, ok := got[down]; !ok || r.RateLimited != nil || strings.Contains(r.Message, "max_concurrency") {
+		t.Errorf("circuit_open of %s (a 503 without a Retry-After) = %+v; want no rate limit named", down, r)
+	}
+	c, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: limited})
+	if err != nil || len(c.Circuits) != 1 || c.Circuits[0].RateLimited == nil || c.Circuits[0].RateLimited.Setting != "max_concurrency" {
+		t.Fatalf("circuits of %s = %+v, %v; want rate_limited naming max_concurrency", limited, c, err)
+	}
+}

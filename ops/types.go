@@ -90,6 +90,7 @@ type BreakerState struct {
 	LastSuccessAt         *time.Time    `json:"last_success_at,omitempty" jsonschema_description:"The last successful call through the breaker, to within a second; absent when none was recorded."`
 	LastFailureAt         *time.Time    `json:"last_failure_at,omitempty" jsonschema_description:"The last failed call counted by the breaker; absent when none was recorded."`
 	OpenedByHand          *HandOpening  `json:"opened_by_hand,omitempty" jsonschema_description:"Set while an opening by hand (pgbus_circuit_open) lasts: a person's maintenance window, so reset it only when asked."`
+	RateLimited           *RateLimited  `json:"rate_limited,omitempty" jsonschema_description:"Set while the breaker is not closed and its last failure was the downstream limiting its rate or concurrency (429, or 503 with a Retry-After): the setting that bounds the requests in flight, which keeps the breaker from opening again each time its held jobs run at once."`
 	Held                  int64         `json:"held" jsonschema_description:"Jobs the breaker holds: snoozed while it was open, they wait in its users' queues; a reset runs them at once."`
 	Users                 []BreakerUser `json:"users" jsonschema_description:"The queues and kinds whose handlers use the breaker, as worker processes registered them; for an agent at most 20, the latest seen."`
 	UsersOmitted          int           `json:"users_omitted,omitempty" jsonschema_description:"Users left out of users, seen longest ago."`
@@ -131,8 +132,42 @@ func breakerState(b store.BreakerState, now time.Time) BreakerState {
 		OpenedAt: b.OpenedAt, OpenUntil: b.OpenUntil, LastSuccessAt: b.LastSuccessAt, LastFailureAt: b.LastFailureAt,
 		ProbeDue: probeDue(b, now), OpenedByHand: handOpeningOf(b, now), Users: make([]BreakerUser, len(b.Users)), UpdatedAt: b.UpdatedAt}
 	out.LastError, _ = RedactText(b.LastError)
+	out.RateLimited = rateLimitedOf(b)
 	for i, u := range b.Users {
 		out.Users[i] = BreakerUser(u)
+	}
+	return out
+}
+
+// RateLimited is a breaker whose last failure was its downstream limiting
+// its rate or concurrency: a 429 Too Many Requests, or a 429 or 503 with a
+// Retry-After asking it to slow down. Such a breaker cycles: once a probe
+// succeeds, every job it held runs at once, and the downstream refuses
+// them again within seconds. Bounding the requests in flight (Setting,
+// set where Where says) lets the jobs through at the pace the downstream
+// takes.
+type RateLimited struct {
+	Status            int     `json:"status" jsonschema_description:"The HTTP status of the last failure: 429 or 503."`
+	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty" jsonschema_description:"The wait its Retry-After asked for; absent when it gave none."`
+	Setting           string  `json:"setting" jsonschema_description:"The handler option that bounds the requests in flight to the downstream: max_concurrency."`
+	Where             string  `json:"where" jsonschema_description:"Where the setting goes, and what it bounds."`
+}
+
+// rateLimitedOf is b's RateLimited, nil when b is closed or its last
+// failure was no downstream limiting its rate.
+func rateLimitedOf(b store.BreakerState) *RateLimited {
+	if b.State == store.BreakerClosed {
+		return nil
+	}
+	out := &RateLimited{Setting: "max_concurrency", RetryAfterSeconds: float64(b.LastRetryAfterMs) / 1000,
+		Where: "the options of the http handler of each queue that uses the breaker; it bounds the requests in flight from one worker process's handler, so the downstream sees its sum over those queues and the worker processes serving them: keep that sum within what the downstream allows"}
+	switch {
+	case b.LastErrorClass == "http.429":
+		out.Status = 429
+	case b.LastErrorClass == "http.503" && b.LastRetryAfterMs > 0:
+		out.Status = 503
+	default:
+		return nil
 	}
 	return out
 }

@@ -63,9 +63,24 @@ type BreakerState struct {
 	LastFailureAt *time.Time `json:"last_failure_at,omitempty"`
 	// OpenedBy and OpenReason say who opened the breaker by hand and why,
 	// while that open period lasts; both are "" otherwise.
-	OpenedBy   string        `json:"opened_by,omitempty"`
-	OpenReason string        `json:"open_reason,omitempty"`
-	Users      []BreakerUser `json:"users"`
+	OpenedBy   string `json:"opened_by,omitempty"`
+	OpenReason string `json:"open_reason,omitempty"`
+	// LastErrorClass is the error class of the last failure (http.429,
+	// say), and LastRetryAfterMs the wait its Retry-After asked for, in
+	// milliseconds; "" and 0 when it gave none, or an older pgbus
+	// recorded it.
+	LastErrorClass   string        `json:"last_error_class,omitempty"`
+	LastRetryAfterMs int64         `json:"last_retry_after_ms,omitempty"`
+	Users            []BreakerUser `json:"users"`
+}
+
+// FailedCall is a failed call a breaker counts: its message, its error
+// class and the wait the downstream asked for (a Retry-After), zero when
+// none.
+type FailedCall struct {
+	Error      string
+	Class      string
+	RetryAfter time.Duration
 }
 
 // BreakerUser is a queue and kind whose handler uses a breaker. Kind ""
@@ -271,13 +286,32 @@ func (s *Store) BreakerFailure(ctx context.Context, name, errMsg string) (string
 // BreakerFailed is BreakerFailure, also saying the state before: from
 // closed or half_open to open when the failure opened the breaker.
 func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (BreakerChange, error) {
+	return s.BreakerFailedWith(ctx, name, FailedCall{Error: errMsg})
+}
+
+// BreakerFailedWith is BreakerFailed, also recording the failure's error
+// class and the wait the downstream asked for, which tell a downstream
+// limiting its rate from one that is down.
+func (s *Store) BreakerFailedWith(ctx context.Context, name string, f FailedCall) (BreakerChange, error) {
 	var c BreakerChange
+	var retryAfterMs *int64
+	if f.RetryAfter > 0 {
+		ms := f.RetryAfter.Milliseconds()
+		retryAfterMs = &ms
+	}
+	var class *string
+	if f.Class != "" {
+		cl := truncate(f.Class, 200)
+		class = &cl
+	}
 	var until *time.Time
 	var probeInMs *int64
 	err := s.db.QueryRow(ctx, `
 		UPDATE pgbus.circuit_breakers b SET
 			consecutive_failures = b.consecutive_failures + 1,
 			last_error = left($2, 1000),
+			last_error_class = $3,
+			last_retry_after_ms = $4,
 			last_failure_at = now(),
 			state = CASE WHEN o.opens THEN 'open' ELSE b.state END,
 			current_cool_off_ms = o.cool_off,
@@ -292,7 +326,7 @@ func (s *Store) BreakerFailed(ctx context.Context, name, errMsg string) (Breaker
 		WHERE b.name = o.name
 		RETURNING o.was, b.state, b.consecutive_failures, b.open_until,
 		          greatest(0, ceil(extract(epoch FROM b.open_until - clock_timestamp()) * 1000))::bigint`,
-		name, s.textFit(ctx).apply(truncate(errMsg, 1000))).Scan(&c.From, &c.To, &c.Failures, &until, &probeInMs)
+		name, s.textFit(ctx).apply(truncate(f.Error, 1000)), class, retryAfterMs).Scan(&c.From, &c.To, &c.Failures, &until, &probeInMs)
 	if err == pgx.ErrNoRows {
 		return BreakerChange{}, notFoundf("circuit breaker %q does not exist", name)
 	}
@@ -325,6 +359,7 @@ func (s *Store) ListBreakers(ctx context.Context, name string) ([]BreakerState, 
 	rows, err := s.reads.Query(ctx, `SELECT name, state, consecutive_failures, failure_threshold, cool_off_ms / 1000.0,
 			current_cool_off_ms / 1000.0, max_cool_off_ms / 1000.0, opened_at, open_until, last_error, updated_at,
 			last_success_at, last_failure_at, coalesce(`+handOpenedSQL("b", "opened_by")+`, ''), coalesce(`+handOpenedSQL("b", "open_reason")+`, ''),
+			coalesce(last_error_class, ''), coalesce(last_retry_after_ms, 0),
 			coalesce((SELECT jsonb_agg(jsonb_build_object('queue', u.queue_name, 'kind', u.kind, 'seen_at', `+sqlDeadISO("u.seen_at")+`)
 				ORDER BY u.queue_name COLLATE "C", u.kind COLLATE "C") FROM pgbus.circuit_breaker_users u
 				WHERE u.breaker = b.name AND u.seen_at > now() - $2 * interval '1 microsecond'), '[]')

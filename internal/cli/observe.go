@@ -163,8 +163,11 @@ shows only that breaker.`,
 					return err
 				}
 				t := newTable(a.stdout, "NAME", "STATE", "FAILURES", "OPEN UNTIL", "HELD", "LAST SUCCESS", "LAST FAILURE", "USED BY", "LAST ERROR")
-				var byHand []string
+				var byHand, limited []string
 				for _, b := range cs.Circuits {
+					if l := b.RateLimited; l != nil {
+						limited = append(limited, fmt.Sprintf("%s: the downstream limits its rate or concurrency (its last answer a %d); bound the requests in flight with %s, in %s", b.Name, l.Status, l.Setting, l.Where))
+					}
 					until, state := "-", b.State
 					if b.OpenUntil != nil && b.State != ops.BreakerClosed {
 						until = a.ago(*b.OpenUntil)
@@ -182,7 +185,7 @@ shows only that breaker.`,
 				if err := t.flush(); err != nil {
 					return err
 				}
-				for _, line := range byHand {
+				for _, line := range append(byHand, limited...) {
 					fmt.Fprintln(a.stdout, line)
 				}
 				return nil
