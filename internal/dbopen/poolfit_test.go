@@ -3,6 +3,7 @@ package dbopen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -70,26 +71,34 @@ func TestConnectFitsThePoolToTheRolesConnectionLimit(t *testing.T) {
 	}
 }
 
-// A role whose limit leaves room for the pool and its listener is not
-// warned of, nor is its pool changed.
-func TestConnectLeavesAPoolWithinTheLimit(t *testing.T) {
-	t.Parallel()
-	ctx := pgtest.Context(t)
+// connectUnderRoleLimit connects as a new role whose CONNECTION LIMIT is
+// limit, with a pool of poolMax, as a one-shot command does, and returns
+// the pool's size and what was logged.
+func connectUnderRoleLimit(t *testing.T, limit, poolMax int) (int, string) {
+	t.Helper()
 	dbURL := pgtest.NewDatabase(t)
 	role, roleURL := pgtest.NewRole(t, dbURL)
-	pgtest.Exec(t, dbURL, "ALTER ROLE "+role+" CONNECTION LIMIT 5")
+	pgtest.Exec(t, dbURL, fmt.Sprintf("ALTER ROLE %s CONNECTION LIMIT %d", role, limit))
 	var logs pgtest.SyncBuffer
-	db, err := dbopen.Connect(ctx, dbopen.Options{URL: pgtest.WithParam(t, roleURL, "pool_max_conns", "4"),
+	db, err := dbopen.Connect(pgtest.Context(t), dbopen.Options{URL: pgtest.WithParam(t, roleURL, "pool_max_conns", fmt.Sprint(poolMax)),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if got := db.PoolSize(); got != 4 {
-		t.Errorf("the pool holds up to %d connections; want the 4 its URL asks for", got)
+	return db.PoolSize(), logs.String()
+}
+
+// A role whose limit leaves room for the pool and its listener is not
+// warned of, nor is its pool changed.
+func TestConnectLeavesAPoolWithinTheLimit(t *testing.T) {
+	t.Parallel()
+	size, logs := connectUnderRoleLimit(t, 5, 4)
+	if size != 4 {
+		t.Errorf("the pool holds up to %d connections; want the 4 its URL asks for", size)
 	}
-	if strings.Contains(logs.String(), "CONNECTION LIMIT") {
-		t.Errorf("a pool within the role's limit was warned of:\n%s", logs.String())
+	if strings.Contains(logs, "CONNECTION LIMIT") {
+		t.Errorf("a pool within the role's limit was warned of:\n%s", logs)
 	}
 }
 
@@ -98,22 +107,12 @@ func TestConnectLeavesAPoolWithinTheLimit(t *testing.T) {
 // limit is no matter for it.
 func TestConnectFitsAOneShotPoolWithoutAWarning(t *testing.T) {
 	t.Parallel()
-	ctx := pgtest.Context(t)
-	dbURL := pgtest.NewDatabase(t)
-	role, roleURL := pgtest.NewRole(t, dbURL)
-	pgtest.Exec(t, dbURL, "ALTER ROLE "+role+" CONNECTION LIMIT 3")
-	var logs pgtest.SyncBuffer
-	db, err := dbopen.Connect(ctx, dbopen.Options{URL: pgtest.WithParam(t, roleURL, "pool_max_conns", "6"),
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
+	size, logs := connectUnderRoleLimit(t, 3, 6)
+	if size != 2 {
+		t.Errorf("the pool holds up to %d connections; want 2, one below the role's limit of 3", size)
 	}
-	defer db.Close()
-	if got := db.PoolSize(); got != 2 {
-		t.Errorf("the pool holds up to %d connections; want 2, one below the role's limit of 3", got)
-	}
-	if strings.Contains(logs.String(), "CONNECTION LIMIT") {
-		t.Errorf("a one-shot command was warned of its pool:\n%s", logs.String())
+	if strings.Contains(logs, "CONNECTION LIMIT") {
+		t.Errorf("a one-shot command was warned of its pool:\n%s", logs)
 	}
 }
 
