@@ -34,15 +34,22 @@ func newReread(url string, cfg *pgx.ConnConfig, again URLSource) *reread {
 	return r
 }
 
-// takeTarget copies the address and login of from into to: what a URL
-// read again may change for the connections made from then on. The
-// session's settings, the dial and the hooks stay to's.
+// takeTarget gives to the address and login of from: what a URL read
+// again may change for the connections made from then on (host, port,
+// database, user, password, TLS and authentication settings,
+// target_session_attrs). The session's settings, the dial and the hooks
+// stay to's. to takes a copy of from whole and gets those back, rather
+// than from's fields one by one: pgx keeps, out of sight beside from's TLS
+// settings, the client certificate files it reads at each connection,
+// which only a copy of the whole carries.
 func takeTarget(to, from *pgconn.Config) {
-	to.Host, to.Port, to.Database = from.Host, from.Port, from.Database
-	to.User, to.Password = from.User, from.Password
-	to.TLSConfig, to.Fallbacks = from.TLSConfig, from.Fallbacks
-	to.ValidateConnect = from.ValidateConnect
-	to.KerberosSrvName, to.KerberosSpn = from.KerberosSrvName, from.KerberosSpn
+	keep := *to
+	*to = *from.Copy()
+	to.ConnectTimeout, to.DialFunc, to.LookupFunc = keep.ConnectTimeout, keep.DialFunc, keep.LookupFunc
+	to.BuildFrontend, to.BuildContextWatcherHandler = keep.BuildFrontend, keep.BuildContextWatcherHandler
+	to.MaxProtocolMessageBodyLen, to.RuntimeParams = keep.MaxProtocolMessageBodyLen, keep.RuntimeParams
+	to.AfterNetConnect, to.AfterConnect = keep.AfterNetConnect, keep.AfterConnect
+	to.OnNotice, to.OnNotification, to.OnPgError = keep.OnNotice, keep.OnNotification, keep.OnPgError
 }
 
 // apply reads the URL again and gives cc, the configuration of a

@@ -55,6 +55,10 @@ type Bouncer struct {
 	// bin and args run pgbouncer again (Restart).
 	bin  string
 	args []string
+	// ca signs the client certificates of a bouncer that wants them, and
+	// client is the one URL names; ca is nil for one that does not.
+	ca     *certAuthority
+	client Cert
 }
 
 // Restart kills pgbouncer (SIGKILL), as a crash does, and starts it again
@@ -129,7 +133,54 @@ func (b *Bouncer) Kill(tb testing.TB) {
 // URL returns a connection string for the database through the bouncer,
 // with SafeExecMode.
 func (b *Bouncer) URL() string {
+	if b.ca != nil {
+		return b.URLWith(b.client)
+	}
 	return fmt.Sprintf("postgres://pgbus@127.0.0.1:%d/%s?sslmode=disable&%s", b.port, url.PathEscape(b.dbName), SafeExecMode)
+}
+
+// URLWith is URL logging in with client certificate c, over TLS that
+// checks the bouncer's certificate, for a bouncer started with
+// Options.ClientCertificates.
+func (b *Bouncer) URLWith(c Cert) string {
+	q := url.Values{"sslmode": {"verify-full"}, "sslrootcert": {b.ca.file}, "sslcert": {c.CertFile}, "sslkey": {c.KeyFile}}
+	return fmt.Sprintf("postgres://pgbus@127.0.0.1:%d/%s?%s&%s", b.port, url.PathEscape(b.dbName), q.Encode(), SafeExecMode)
+}
+
+// NewClientCert signs another client certificate for user pgbus, as a
+// rotation of the one URL names, for a bouncer started with
+// Options.ClientCertificates.
+func (b *Bouncer) NewClientCert(tb testing.TB) Cert {
+	tb.Helper()
+	c, err := b.ca.issue("pgbus", false)
+	if err != nil {
+		tb.Fatalf("bouncertest: sign a client certificate: %v", err)
+	}
+	return c
+}
+
+// clientTLS makes a CA in dir, the bouncer's server certificate and a
+// client certificate, and writes the settings that take clients over TLS
+// only, each with a certificate the CA signed, to ini.
+func clientTLS(dir string, ini *strings.Builder) (*certAuthority, Cert, error) {
+	// PgBouncer started as root reads its files as the user it switches to.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, Cert{}, err
+	}
+	ca, err := newCertAuthority(dir)
+	if err != nil {
+		return nil, Cert{}, fmt.Errorf("make a certificate authority: %w", err)
+	}
+	server, err := ca.issue("127.0.0.1", true)
+	if err != nil {
+		return nil, Cert{}, fmt.Errorf("sign the bouncer's certificate: %w", err)
+	}
+	client, err := ca.issue("pgbus", false)
+	if err != nil {
+		return nil, Cert{}, fmt.Errorf("sign a client certificate: %w", err)
+	}
+	fmt.Fprintf(ini, "client_tls_sslmode = verify-full\nclient_tls_ca_file = %s\nclient_tls_cert_file = %s\nclient_tls_key_file = %s\n", ca.file, server.CertFile, server.KeyFile)
+	return ca, client, nil
 }
 
 // Admin runs command (PAUSE, RESUME, RECONNECT ...) on the bouncer's admin
@@ -276,6 +327,10 @@ type Options struct {
 	// which a client keeps one server connection for as long as it is
 	// connected.
 	PoolMode string
+	// ClientCertificates has the bouncer take its clients over TLS only,
+	// each logging in with a client certificate its CA signed whose
+	// common name is the user (auth_type = cert); URL then names one.
+	ClientCertificates bool
 }
 
 // StartWith is Start with opts.
@@ -328,7 +383,16 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts
 	fmt.Fprintf(&ini, "listen_addr = 127.0.0.1\nlisten_port = %d\nunix_socket_dir =\n", port)
 	// Clients may give any name: every database logs in as the server's
 	// user. User pgbouncer may use the admin console (Admin).
-	ini.WriteString("auth_type = any\nauth_file = " + filepath.Join(dir, "userlist.txt") + "\nadmin_users = pgbouncer\n")
+	authType := "any"
+	var ca *certAuthority
+	var client Cert
+	if opts.ClientCertificates {
+		if ca, client, err = clientTLS(dir, &ini); err != nil {
+			return nil, err
+		}
+		authType = "cert"
+	}
+	ini.WriteString("auth_type = " + authType + "\nauth_file = " + filepath.Join(dir, "userlist.txt") + "\nadmin_users = pgbouncer\n")
 	fmt.Fprintf(&ini, "pool_mode = %s\nmax_client_conn = 400\ndefault_pool_size = %d\n", opts.PoolMode, opts.PoolSize)
 	if opts.QueryWaitTimeout > 0 {
 		fmt.Fprintf(&ini, "query_wait_timeout = %d\n", max(1, int(opts.QueryWaitTimeout.Seconds())))
@@ -368,7 +432,7 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	b := &Bouncer{port: port, dbName: cfg.Database, cmd: cmd, log: log, exited: exited, bin: bin, args: args}
+	b := &Bouncer{port: port, dbName: cfg.Database, cmd: cmd, log: log, exited: exited, bin: bin, args: args, ca: ca, client: client}
 	if err := b.waitListening(15 * time.Second); err != nil {
 		b.stop()
 		return nil, err
