@@ -58,6 +58,12 @@ type RetentionReport struct {
 	// FailuresDeleted counts failure history rows of queues that are gone
 	// (see pruneGoneFailures).
 	FailuresDeleted int64 `json:"failures_deleted"`
+	// OrphanFailuresDeleted counts failure history rows of messages that
+	// are gone from queues that are still there: deleted by another PGMQ
+	// client (pgmq.delete, pgmq.archive's archive then pruned by it,
+	// pgmq.purge_queue), which leaves pgbus's records of them (see
+	// pruneOrphanFailures).
+	OrphanFailuresDeleted int64 `json:"orphan_failures_deleted"`
 	// StatsDeleted and WorkersDeleted count per-minute counters older
 	// than the pass's age for them (RetentionAges.Counters) and worker
 	// rows older than StatsRetention.
@@ -397,7 +403,8 @@ const pruneGoneKeysSQL = `WITH pick AS MATERIALIZED (
 // (ManagedQueues: not that of a queue another PGMQ client made, which no
 // pgbus worker serves) after its archive retention and that of every DLQ of one after its
 // queue's dead retention, each queue's idempotency keys that are no longer
-// in force (pruneKeys), then the keys
+// in force (pruneKeys) and the failure history of its messages that are
+// gone (pruneOrphanFailures), then the keys
 // of queues that are gone once older than the longest retention and the
 // failure history of queues that are gone (pruneGoneFailures), audit
 // log entries older than auditAge (none when auditAge is 0 or less: the
@@ -447,6 +454,7 @@ func (s *Store) RunRetentionAges(ctx context.Context, batch int, ages RetentionA
 	}
 	levels := managed.levels
 	keyed := s.queuesWithOldKeys(ctx, queues, settings, levels)
+	failed := s.queuesWithFailures(ctx)
 	aged := s.archivesWithOldRows(ctx, queues, settings, managed)
 	longest := DefaultArchiveRetention
 	listed := make([]string, 0, len(queues))
@@ -470,6 +478,12 @@ func (s *Store) RunRetentionAges(ctx context.Context, batch int, ages RetentionA
 			var keys int64
 			keys, err = s.pruneKeys(ctx, q.Name, age)
 			rep.KeysDeleted += keys
+		}
+		if err == nil && (failed == nil || failed[q.Name]) {
+			// So is the failure history.
+			var orphans int64
+			orphans, err = s.pruneOrphanFailures(ctx, q.Name, batch)
+			rep.OrphanFailuresDeleted += orphans
 		}
 		if errors.Is(err, ErrNotFound) {
 			continue // dropped since it was listed: nothing left to prune
@@ -695,6 +709,107 @@ func (s *Store) keptQueue(ctx context.Context, queue string, err error) (QueueKe
 	kept.Grants, _ = s.missingGrants(ctx, fmt.Sprintf("prune %q", queue),
 		archiveTable(queue), queueTable(queue), "pgbus.failures", "pgbus.idempotency_keys")
 	return kept, nil
+}
+
+// queuesWithFailures returns the queues pgbus.failures holds history of,
+// found by a walk of the history's index, a lookup per name, not a scan
+// of every failure: the others need no prune of their history's orphans
+// (pruneOrphanFailures). nil, when the read fails, has the pass look at
+// every queue.
+func (s *Store) queuesWithFailures(ctx context.Context) map[string]bool {
+	rows, err := s.db.Query(ctx, failureQueuesSQL)
+	if err != nil {
+		return nil
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]bool, len(names))
+	for _, q := range names {
+		out[q] = true
+	}
+	return out
+}
+
+// failureQueuesSQL lists the distinct queue names of pgbus.failures, each
+// found by one lookup in the history's index on (queue_name, msg_id,
+// attempt).
+const failureQueuesSQL = `WITH RECURSIVE names AS (
+		SELECT min(queue_name) AS name FROM pgbus.failures
+		UNION ALL
+		SELECT (SELECT min(queue_name) FROM pgbus.failures WHERE queue_name > names.name)
+		FROM names WHERE names.name IS NOT NULL
+	)
+	SELECT name FROM names WHERE name IS NOT NULL`
+
+// pruneOrphanFailures deletes the failure history of the messages of
+// physical queue queue that are in neither its table nor its archive, and
+// returns how many rows went. pgbus deletes a message's history with it
+// (delete on success, a prune or purge of an archive, a purge of the
+// queue), and moves it with the message into its DLQ and back (the rows
+// name the queue the message is in and its id there); another PGMQ
+// client's pgmq.delete or pgmq.purge_queue, or a prune of its own
+// archive, leaves it, with no message to belong to and nothing else that
+// would delete it. A queue whose archive table is missing is left alone:
+// its messages' archived history cannot be told from the orphans.
+//
+// It looks at batch messages to a statement, each a transaction of its
+// own whose lock waits are bounded as PruneArchived's, in msg_id order
+// along the history's index from the message where the last batch ended,
+// and deletes the history of those its queue and archive do not hold, as
+// the statement's snapshot sees them: every pgbus statement that moves a
+// message moves its history in the same transaction, so a message that
+// moved (archived, dead-lettered, retried) is seen where it is with its
+// history, and a row moved meanwhile to another message is a new row
+// version, which the delete, checking its queue and id again, leaves.
+func (s *Store) pruneOrphanFailures(ctx context.Context, queue string, batch int) (int64, error) {
+	var archive bool
+	if err := s.db.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, archiveTable(queue)).Scan(&archive); err != nil {
+		return 0, fmt.Errorf("store: retention: prune the failure history of deleted messages of %q: %w", queue, err)
+	}
+	if !archive {
+		return 0, nil
+	}
+	sql := pruneOrphanFailuresSQL(queue)
+	var total int64
+	after := int64(math.MinInt64)
+	for {
+		var picked, deleted int64
+		err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+			if err := setLockTimeout(ctx, tx, pruneLockWait(ctx)); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, sql, queue, batch, after).Scan(&picked, &deleted, &after)
+		})
+		if err != nil {
+			return total, s.archiveErr(ctx, err, "prune the failure history of deleted messages of", queue)
+		}
+		total += deleted
+		if picked < int64(batch) {
+			return total, nil
+		}
+	}
+}
+
+// pruneOrphanFailuresSQL is one batch of pruneOrphanFailures: $1 the
+// queue, $2 the batch size (messages), $3 the msg_id the last batch ended
+// at. It returns how many messages it looked at, how many failure rows
+// went, and where the next batch starts.
+func pruneOrphanFailuresSQL(queue string) string {
+	return `WITH ids AS MATERIALIZED (
+			SELECT DISTINCT msg_id FROM pgbus.failures
+			WHERE queue_name = $1 AND msg_id > $3
+			ORDER BY msg_id LIMIT $2
+		), gone AS MATERIALIZED (
+			SELECT i.msg_id FROM ids i
+			WHERE NOT EXISTS (SELECT 1 FROM ` + queueTable(queue) + ` q WHERE q.msg_id = i.msg_id)
+			  AND NOT EXISTS (SELECT 1 FROM ` + archiveTable(queue) + ` a WHERE a.msg_id = i.msg_id)
+		), d AS (
+			DELETE FROM pgbus.failures f WHERE f.queue_name = $1 AND f.msg_id = ANY(ARRAY(SELECT msg_id FROM gone))
+			RETURNING 1
+		)
+		SELECT (SELECT count(*) FROM ids), (SELECT count(*) FROM d), coalesce((SELECT max(msg_id) FROM ids), $3)`
 }
 
 // pruneGoneFailures deletes, batch rows at a time, the failure history of

@@ -360,6 +360,10 @@ func TestRetentionPrunesTheFailureHistoryOfDroppedQueues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The history of the queue still there is of messages it holds: live,
+	// and in its DLQ's archive.
+	sendN(t, s, kept, 3)
+	exec(t, s, `INSERT INTO pgmq."a_`+store.DLQName(kept)+`" (msg_id, vt, message) SELECT g, now(), '{}' FROM generate_series(1, 2) g`)
 	fail(kept, 3)
 	fail(store.DLQName(kept), 2)
 	fail(gone, 5)
