@@ -219,3 +219,12 @@ func SetKeysPruneBatch(tb testing.TB, n int) {
 	keysPruneBatch = n
 	tb.Cleanup(func() { keysPruneBatch = old })
 }
+
+// SetForgetBatch makes a queue drop delete n rows of its messages' failure
+// history, or idempotency keys, per statement once it committed, until
+// the test ends. A test that changes it does not run in parallel.
+func SetForgetBatch(tb testing.TB, n int) {
+	old := forgetBatch
+	forgetBatch = n
+	tb.Cleanup(func() { forgetBatch = old })
+}

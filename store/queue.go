@@ -560,8 +560,9 @@ func dlqFilterStatsSQL(dlq string) string {
 // DropQueue drops queue name and its dead-letter queue, messages and archives
 // included. Dropping a queue that does not exist is ErrNotFound. Its
 // per-minute counters of the drop's minute go with the drop; the older
-// ones are deleted once the drop committed, in batches: an error then says
-// the queue was dropped, and which counters stay until retention.
+// ones, and the failure history and idempotency keys of its messages, are
+// deleted once the drop committed, in batches (forgetDropped): an error
+// then says the queue was dropped, and what stays until retention.
 func (s *Store) DropQueue(ctx context.Context, name string) error {
 	if err := ValidateQueueName(name); err != nil {
 		return err
@@ -571,6 +572,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		return err
 	}
 	var droppedAt time.Time
+	var physicals []string
 	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if err := lockNames(ctx, tx, "drop", queueLocks(name)...); err != nil {
 			return err
@@ -582,7 +584,7 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT priorities FROM pgbus.queues WHERE queue_name = $1), 0)`, name).Scan(&levels); err != nil {
 			return fmt.Errorf("store: drop queue %q: %w", name, err)
 		}
-		physicals := append(physicalNames(name, levels), DLQName(name))
+		physicals = append(physicalNames(name, levels), DLQName(name))
 		if err := s.lockForDrop(ctx, tx, name, physicals); err != nil {
 			return err
 		}
@@ -621,6 +623,16 @@ func (s *Store) DropQueue(ctx context.Context, name string) error {
 	s.tables.Clear() // sub-queues included; the cache refills on use
 	if err != nil {
 		return err
+	}
+	// What pgbus keeps of the messages goes after the drop committed too,
+	// so that its tables' exclusive locks are not held while millions of
+	// failures and keys go.
+	for _, physical := range physicals {
+		if err := s.forgetDropped(ctx, physical); err != nil {
+			return fmt.Errorf("store: queue %q dropped, but not all the failure history and idempotency keys of its messages deleted "+
+				"(none names a message of a queue made again under the name, whose ids go on after the old ones; "+
+				"retention deletes the rest on its next pass): %w", name, err)
+		}
 	}
 	// Counters go too, so that a queue made again under the name starts
 	// at zero: after the drop committed, so that its tables' exclusive
@@ -662,9 +674,9 @@ func (s *Store) deleteCountersOf(ctx context.Context, name string, droppedAt tim
 }
 
 // dropPhysical drops the tables of physical queue name, whose messages'
-// DLQ is dlq ("" for a DLQ), and what pgbus keeps of its messages,
-// noting the highest id it handed out first. It reports whether the
-// queue's tables were there.
+// DLQ is dlq ("" for a DLQ), noting the highest id it handed out first.
+// It reports whether the queue's tables were there. What pgbus keeps of
+// its messages is left to Store.forgetDropped, after the commit.
 func dropPhysical(ctx context.Context, tx pgx.Tx, name, dlq string, ext bool) (bool, error) {
 	var exists bool
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)`, name).Scan(&exists); err != nil {
@@ -679,13 +691,10 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name, dlq string, ext bool) (b
 			return false, err
 		}
 	}
-	// History and keys go with the queue, whether or not its tables
-	// existed; after the drop, whose lock waited for the workers'
-	// transactions that were writing history for its messages, and keeps
-	// new ones away.
-	if err := forgetMessages(ctx, tx, name); err != nil {
-		return false, err
-	}
+	// History and keys go once the drop committed (Store.forgetDropped),
+	// whether or not its tables existed: its lock waited for the workers'
+	// transactions that were writing history for its messages, and the
+	// tables gone keep new ones away.
 	if !exists {
 		return false, nil
 	}
@@ -748,6 +757,59 @@ func forgetMessages(ctx context.Context, tx pgx.Tx, name string) error {
 		return fmt.Errorf("store: drop idempotency keys of queue %q: %w", name, err)
 	}
 	return nil
+}
+
+// forgetBatch is how many rows of the failure history, or idempotency
+// keys, one statement of Store.forgetDropped deletes. A variable so that
+// tests can lower it.
+var forgetBatch = 10000
+
+// forgetDropped deletes, after a drop of physical queue name committed,
+// what pgbus keeps about its messages beside its tables: their failure
+// history (pruneFailuresOf) and idempotency keys (forgetKeysOf), each
+// forgetBatch rows to a statement, a transaction of its own, while the
+// name stays dropped. Once a queue is made again under the name they stop:
+// what is left names none of its messages, whose ids go on after the
+// highest the old queue's records name (highestID), and goes with the
+// rows retention deletes (pruneOrphanFailures, pruneKeys).
+func (s *Store) forgetDropped(ctx context.Context, name string) error {
+	if _, err := s.pruneFailuresOf(ctx, name, forgetBatch); err != nil {
+		return fmt.Errorf("delete the failure history of %q: %w", name, err)
+	}
+	if err := s.forgetKeysOf(ctx, name); err != nil {
+		return fmt.Errorf("delete the idempotency keys of %q: %w", name, err)
+	}
+	return nil
+}
+
+// forgetKeysOf deletes the idempotency keys of dropped physical queue
+// name, forgetBatch to a statement, along their primary key from the key
+// the last batch ended at, while pgmq.meta does not list the name. Each
+// batch deletes the keys it picked by their ctid, so that a key a queue
+// made again meanwhile wrote (a new row version) stays. The first batch
+// starts after "", which sorts before every key (a key has a byte at
+// least), so that each batch is a range of the index.
+func (s *Store) forgetKeysOf(ctx context.Context, name string) error {
+	after := ""
+	for {
+		var picked, deleted int64
+		if err := s.db.QueryRow(ctx, `WITH pick AS MATERIALIZED (
+				SELECT ctid, key FROM pgbus.idempotency_keys
+				WHERE queue_name = $1 AND key > $3
+				ORDER BY key LIMIT $2
+			), d AS (
+				DELETE FROM pgbus.idempotency_keys WHERE ctid = ANY(ARRAY(SELECT ctid FROM pick)) AND queue_name = $1
+					AND NOT EXISTS (SELECT 1 FROM pgmq.meta WHERE queue_name = $1)
+				RETURNING 1
+			)
+			SELECT (SELECT count(*) FROM pick), (SELECT count(*) FROM d), coalesce((SELECT max(key) FROM pick), $3)`,
+			name, forgetBatch, after).Scan(&picked, &deleted, &after); err != nil {
+			return err
+		}
+		if picked < int64(forgetBatch) || deleted < picked {
+			return nil
+		}
+	}
 }
 
 // dropDLQGroups forgets the group counts of a dropped DLQ, base and
