@@ -74,6 +74,7 @@ func (c *Client) logPruned(rep store.RetentionReport) {
 	count("idempotency_keys", rep.KeysDeleted)
 	count("failures_of_dropped_queues", rep.FailuresDeleted)
 	count("failures_of_deleted_messages", rep.OrphanFailuresDeleted)
+	count("id_floors", rep.IDFloorsDeleted)
 	if rep.AuditDeleted > 0 {
 		attrs = append(attrs, "audit_entries", rep.AuditDeleted, "audit_older_than", c.cfg.AuditRetention)
 	}

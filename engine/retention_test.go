@@ -114,6 +114,7 @@ func TestRetentionLogsWhatItPruned(t *testing.T) {
 		INSERT INTO pgbus.idempotency_keys (queue_name, key, msg_id, created_at) VALUES ('gone', 'k', 1, now() - interval '400 days');
 		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message) VALUES ('gone', 1, 1, 'E', 'old');
 		INSERT INTO pgbus.failures (queue_name, msg_id, attempt, error_class, error_message) VALUES ('`+q+`', 1000000, 1, 'E', 'deleted by another client');
+		INSERT INTO pgbus.queue_id_floors (queue_name, last_id) VALUES ('gone_dlq', 0);
 		INSERT INTO pgbus.audit_log (at, client, tool) VALUES (now() - interval '100 days', 'cli', 'old')`); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestRetentionLogsWhatItPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := logs.String()
-	want := `level=INFO msg="pgbus: retention pruned old rows" archived_messages=map[` + q + `:1] idempotency_keys=1 failures_of_dropped_queues=1 failures_of_deleted_messages=1 ` +
+	want := `level=INFO msg="pgbus: retention pruned old rows" archived_messages=map[` + q + `:1] idempotency_keys=1 failures_of_dropped_queues=1 failures_of_deleted_messages=1 id_floors=1 ` +
 		`audit_entries=1 audit_older_than=2160h0m0s counters=1 counters_older_than=168h0m0s workers=1 breaker_users=1 breakers=1`
 	if strings.Count(out, "retention pruned") != 1 || !strings.Contains(out, want) {
 		t.Fatalf("the log of a pass that pruned every kind of row:\n%s\nwant one line with\n%s", out, want)

@@ -703,7 +703,10 @@ func dropPhysical(ctx context.Context, tx pgx.Tx, name, dlq string, ext bool) (b
 
 // noteLastID notes the highest id physical queue name handed out
 // (highestID; dlq as there), so that a queue made under the name again
-// starts after it. A schema older than the notes (floorsNoted) gets none.
+// starts after it. A schema older than the notes (floorsNoted) gets none,
+// nor does a queue that handed out no id (a DLQ that never held a
+// message, a level never sent to): a queue made again starts at 1 all the
+// same, and the note would say nothing.
 func noteLastID(ctx context.Context, tx pgx.Tx, name, dlq string) error {
 	noted, err := floorsNoted(ctx, tx)
 	if err != nil || !noted {
@@ -713,6 +716,9 @@ func noteLastID(ctx context.Context, tx pgx.Tx, name, dlq string) error {
 		return nil
 	}
 	last, err := highestID(ctx, tx, name, dlq)
+	if err == nil && last <= 0 {
+		return nil
+	}
 	if err == nil {
 		_, err = tx.Exec(ctx, `INSERT INTO pgbus.queue_id_floors (queue_name, last_id) VALUES ($1, $2)
 			ON CONFLICT (queue_name) DO UPDATE SET last_id = greatest(pgbus.queue_id_floors.last_id, excluded.last_id)`, name, last)

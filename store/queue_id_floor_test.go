@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
@@ -274,4 +275,48 @@ func sendN(t *testing.T, s *store.Store, queue string, n int) []int64 {
 		t.Fatal(err)
 	}
 	return ids
+}
+
+// A drop notes the highest id of each physical queue that handed one
+// out, and nothing of those that handed none out (a DLQ that never held
+// a message, a level never sent to): a note of no id says nothing a
+// queue made again under the name needs, and would stay for ever.
+// Retention deletes such notes an older version wrote, and keeps every
+// other.
+func TestDropNotesOnlyTheIDsItHandedOut(t *testing.T) {
+	t.Parallel()
+	s := pgtest.OpenStore(t, pgtest.NewDatabase(t)) // a database of its own: retention reads every note
+	ctx := testContext(t)
+	q := newQueue(t, s)
+	sent := sendN(t, s, q, 2)
+	if err := s.DropQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	notes := func() string {
+		t.Helper()
+		var got string
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(string_agg(queue_name || '=' || last_id, ' ' ORDER BY queue_name COLLATE "C"), '')
+			FROM pgbus.queue_id_floors`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := fmt.Sprintf("%s=%d", q, sent[len(sent)-1])
+	if got := notes(); got != want {
+		t.Errorf("ids noted by the drop of %s, whose DLQ held nothing: %q; want %q", q, got, want)
+	}
+	exec(t, s, `INSERT INTO pgbus.queue_id_floors (queue_name, last_id) VALUES ('never_sent', 0), ('never_sent_dlq', 0)`)
+	rep, err := s.RunRetention(ctx, 1000, 0)
+	if err != nil || !rep.Ran {
+		t.Fatalf("retention = %+v, %v", rep, err)
+	}
+	if got := notes(); got != want || rep.IDFloorsDeleted != 2 {
+		t.Errorf("ids noted after retention: %q, %d deleted; want %q, the 2 notes of no id deleted", got, rep.IDFloorsDeleted, want)
+	}
+	if err := s.CreateQueue(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	if got := sendN(t, s, q, 1)[0]; got != sent[len(sent)-1]+1 {
+		t.Errorf("queue %s made again gave id %d; want %d, after the old ones", q, got, sent[len(sent)-1]+1)
+	}
 }

@@ -64,6 +64,9 @@ type RetentionReport struct {
 	// pgmq.purge_queue), which leaves pgbus's records of them (see
 	// pruneOrphanFailures).
 	OrphanFailuresDeleted int64 `json:"orphan_failures_deleted"`
+	// IDFloorsDeleted counts notes of pgbus.queue_id_floors that say no
+	// id was handed out (see pruneEmptyIDFloors).
+	IDFloorsDeleted int64 `json:"id_floors_deleted"`
 	// StatsDeleted and WorkersDeleted count per-minute counters older
 	// than the pass's age for them (RetentionAges.Counters) and worker
 	// rows older than StatsRetention.
@@ -516,6 +519,10 @@ func (s *Store) RunRetentionAges(ctx context.Context, batch int, ages RetentionA
 	if err = s.stepFailed(ctx, &rep, "failure history of dropped queues", err); err != nil {
 		return rep, err
 	}
+	rep.IDFloorsDeleted, err = s.pruneEmptyIDFloors(ctx)
+	if err = s.stepFailed(ctx, &rep, "notes of dropped queues' ids", err); err != nil {
+		return rep, err
+	}
 	if auditAge > 0 {
 		rep.AuditDeleted, err = s.PruneAudit(ctx, auditAge)
 		if IsPermissionDenied(err) {
@@ -810,6 +817,35 @@ func pruneOrphanFailuresSQL(queue string) string {
 			RETURNING 1
 		)
 		SELECT (SELECT count(*) FROM ids), (SELECT count(*) FROM d), coalesce((SELECT max(msg_id) FROM ids), $3)`
+}
+
+// pruneEmptyIDFloors deletes the notes of pgbus.queue_id_floors that say
+// a dropped queue handed out no id, which drops before noteLastID left
+// them out wrote, one for every DLQ that never held a message: a queue
+// made again under the name starts at 1 with them or without. It returns
+// how many went.
+//
+// The other notes stay, those of names made again included, whose id
+// sequences start after them (startIDsAfter): a queue made again whose
+// tables another client drops (pgmq.drop_queue) takes its sequence with
+// it, and the note is then what keeps a queue made again by pgbus after
+// the first queue's ids. They grow with the names dropped, one each.
+func (s *Store) pruneEmptyIDFloors(ctx context.Context) (int64, error) {
+	// Looked for first, so that a role that may not delete them is told
+	// only once there are some.
+	var some bool
+	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pgbus.queue_id_floors WHERE last_id <= 0)`).Scan(&some)
+	if err != nil || !some {
+		if err != nil {
+			return 0, fmt.Errorf("store: retention: find the notes of dropped queues' ids that say none: %w", err)
+		}
+		return 0, nil
+	}
+	tag, err := s.db.Exec(ctx, `DELETE FROM pgbus.queue_id_floors WHERE last_id <= 0`)
+	if err != nil {
+		return 0, fmt.Errorf("store: retention: prune the notes of dropped queues' ids: %w", err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // pruneGoneFailures deletes, batch rows at a time, the failure history of
