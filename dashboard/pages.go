@@ -196,7 +196,17 @@ type deadData struct {
 	// Refresh is the page's auto-refresh in seconds, which its filter
 	// form keeps; 0 for none.
 	Refresh int
+	// Sizes shows, in the filter form, the controls of a list of dead
+	// messages by payload size (the list's page alone), MinPayloadBytes
+	// and Order their values as given; its pages' links keep them.
+	Sizes           bool
+	MinPayloadBytes string
+	Order           string
 }
+
+// Sized reports whether a minimum payload size narrows the list, which
+// the retry and discard of the filter do not take.
+func (d deadData) Sized() bool { return d.MinPayloadBytes != "" && d.MinPayloadBytes != "0" }
 
 // Link is the path p with the filter in its query.
 func (d deadData) Link(p string, more ...any) string {
@@ -207,6 +217,9 @@ func (d deadData) Link(p string, more ...any) string {
 // their next pages): it keeps the page's auto-refresh, as the filter form
 // does. An action's preview, linked by Link, does not refresh.
 func (d deadData) Page(p string, more ...any) string {
+	if d.Sizes {
+		more = append([]any{"min_payload_bytes", d.MinPayloadBytes, "order", d.Order}, more...)
+	}
 	return d.Link(p, append([]any{"refresh", d.Refresh}, more...)...)
 }
 
@@ -272,14 +285,25 @@ type listData struct {
 func (s *server) deadList(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
 	f := deadFilter(q)
-	list, err := s.svc.DLQList(r.Context(), ops.DLQListRequest{Filter: f, Cursor: q.Get("cursor")})
+	req := ops.DLQListRequest{Filter: f, Order: strings.TrimSpace(q.Get("order")), Cursor: q.Get("cursor")}
+	minSize := strings.TrimSpace(q.Get("min_payload_bytes"))
+	if minSize != "" {
+		n, err := strconv.ParseInt(minSize, 10, 64)
+		if err != nil {
+			s.refuse(w, r, v, http.StatusBadRequest, "The minimum payload size is a whole number of bytes, such as 100000, or empty for every size.")
+			return
+		}
+		req.MinPayloadBytes = n
+	}
+	list, err := s.svc.DLQList(r.Context(), req)
 	if err != nil {
 		s.fail(w, r, v, err)
 		return
 	}
 	list.Notes = ops.WordAsks(list.Notes, list.Asks, pageNote(""))
 	v.Title, v.Nav = ofQueue("Dead messages", f.Queue), "dlq"
-	s.render(w, r, http.StatusOK, "list", v, listData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq/messages", Refresh: v.Refresh}, List: list, Cursor: q.Get("cursor")})
+	s.render(w, r, http.StatusOK, "list", v, listData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq/messages", Refresh: v.Refresh,
+		Sizes: true, MinPayloadBytes: minSize, Order: req.Order}, List: list, Cursor: q.Get("cursor")})
 }
 
 // messageData is a dead message's page.

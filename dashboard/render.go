@@ -501,6 +501,22 @@ var funcs = template.FuncMap{
 	"lower":      strings.ToLower,
 	"kindFilter": filterKind,
 	"plural":     func(n any, one, many string) string { return pluralize(n, one, many) },
+	"bytes":      sizeText,
+}
+
+// sizeText is a size in bytes in the unit that keeps it short: 512 B,
+// 1.5 KiB, 2.0 MiB.
+func sizeText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 3 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGT"[i])
 }
 
 // assetVersions are the versions of the embedded assets: the start of

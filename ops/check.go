@@ -356,8 +356,14 @@ func (r DLQListRequest) Check() error {
 	if _, err := pageLimit(OpDLQList, r.Limit); err != nil {
 		return err
 	}
-	if err := checkText("cursor", r.Cursor); err != nil {
+	if err := checkText("cursor", r.Cursor, "order", r.Order); err != nil {
 		return err
+	}
+	if r.MinPayloadBytes < 0 {
+		return fieldf("min_payload_bytes", "%d is negative; give a size in bytes, such as 100000, or leave it out for every size", r.MinPayloadBytes)
+	}
+	if o := strings.TrimSpace(r.Order); o != "" && !slices.Contains(ListOrders, o) {
+		return fieldf("order", "%q is no order of the list; give %s (the default) or %s (the largest payload first)", clip(o, 60), OrderNewest, OrderLargest)
 	}
 	return r.Filter.Check()
 }

@@ -298,11 +298,38 @@ func groupReasons(rs []string) []string {
 // DLQListRequest asks for one page of dead messages, newest first.
 type DLQListRequest struct {
 	Filter DeadFilter
-	// Cursor is the previous page's NextCursor, with the same filter; ""
-	// for the first page.
+	// MinPayloadBytes, when positive, lists only the messages whose
+	// payload has at least that many bytes (DeadItem.PayloadBytes): where
+	// a poison payload too large to handle hides among many.
+	MinPayloadBytes int64
+	// Order is one of ListOrders: OrderNewest ("" too) or OrderLargest.
+	Order string
+	// Cursor is the previous page's NextCursor, with the same filter,
+	// minimum size and order; "" for the first page.
 	Cursor string
 	// Limit is the page size: 1 to MaxPageSize, 0 for DefaultPageSize.
 	Limit int
+}
+
+// The orders of a list of dead messages (DLQListRequest.Order).
+const (
+	// OrderNewest lists the newest dead-lettered first: the default.
+	OrderNewest = "newest"
+	// OrderLargest lists the largest payload first, then the newest.
+	OrderLargest = "largest"
+)
+
+// ListOrders are the orders DLQListRequest.Order takes.
+var ListOrders = []string{OrderNewest, OrderLargest}
+
+// pageArgs are the arguments of a list's hints beyond its filter: the
+// minimum size and the order, the default order left out, then more.
+func (r DLQListRequest) pageArgs(more ...any) []any {
+	order := strings.TrimSpace(r.Order)
+	if order == OrderNewest {
+		order = ""
+	}
+	return r.Filter.hintArgs(append([]any{"min_payload_bytes", r.MinPayloadBytes, "order", order}, more...)...)
 }
 
 // DeadItem is one dead message in a list: its block's facts, without
@@ -331,12 +358,12 @@ type DeadItem struct {
 	ErrorMessage   string    `json:"error_message,omitempty" jsonschema_description:"Last error message, secrets redacted, shortened."`
 	DeadLetteredAt time.Time `json:"dead_lettered_at"`
 	RetriesFromDLQ int       `json:"retries_from_dlq" jsonschema_description:"Trips out of a DLQ before this death."`
-	PayloadBytes   int64     `json:"payload_bytes"`
+	PayloadBytes   int64     `json:"payload_bytes" jsonschema_description:"Size of the payload as JSON, in bytes."`
 }
 
 // DLQList is one page of dead messages.
 type DLQList struct {
-	Items      []DeadItem `json:"items" jsonschema_description:"Dead messages, newest first, without payload or backtrace."`
+	Items      []DeadItem `json:"items" jsonschema_description:"Dead messages, newest first (order largest: largest payload_bytes first), without payload or backtrace."`
 	NextCursor string     `json:"next_cursor,omitempty" jsonschema_description:"Pass as cursor, with the same filters, for the next page. Absent on the last page."`
 	Notes      []string   `json:"notes" jsonschema_description:"What was shortened or hidden."`
 	Next       []Hint     `json:"next" jsonschema_description:"What to do next: the next page, when there is one."`
@@ -352,7 +379,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 		return DLQList{}, err
 	}
 	defer end()
-	defer againOnceFree(&err, OpDLQList, req.Filter.hintArgs("cursor", req.Cursor, "limit", req.Limit)...)
+	defer againOnceFree(&err, OpDLQList, req.pageArgs("cursor", req.Cursor, "limit", req.Limit)...)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DLQList{}, err
@@ -360,7 +387,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 	limit, _ := pageLimit(OpDLQList, req.Limit)
 	// The first page of this call's filters, all of them: with the queue
 	// alone it would list other messages.
-	again := hint(OpDLQList, "start again from the first page", req.Filter.hintArgs("limit", req.Limit)...)
+	again := hint(OpDLQList, "start again from the first page", req.pageArgs("limit", req.Limit)...)
 	now, err := s.cursorClock(ctx, req.Cursor)
 	if err != nil {
 		return DLQList{}, explain(err, again)
@@ -372,12 +399,17 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 	if req.Filter.relative() {
 		f.Clock = now
 	}
+	f.MinPayloadBytes = req.MinPayloadBytes
+	order := store.DeadNewest
+	if strings.TrimSpace(req.Order) == OrderLargest {
+		order = store.DeadLargest
+	}
 	// A page over the response bound is read again with fewer rows, so
 	// that its next_cursor follows the last row shown.
 	asked := limit
 	var out DLQList
 	for {
-		page, err := s.store.ListDead(ctx, f, req.Cursor, limit)
+		page, err := s.store.ListDeadOrdered(ctx, f, order, req.Cursor, limit)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) || req.Cursor == "" {
 				return DLQList{}, explain(err, queueHint(err, OpDLQList))
@@ -408,7 +440,7 @@ func (s *Service) DLQList(ctx context.Context, req DLQListRequest) (_ DLQList, e
 		// Every page with more after it says how to go on, whether or not
 		// it was shortened: the cursor needs the same filters with it, and
 		// the limit this page fitted in.
-		out.Next = append(out.Next, hint(OpDLQList, "the next page", req.Filter.hintArgs("cursor", out.NextCursor, "limit", limit)...))
+		out.Next = append(out.Next, hint(OpDLQList, "the next page", req.pageArgs("cursor", out.NextCursor, "limit", limit)...))
 	}
 	return out, nil
 }

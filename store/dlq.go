@@ -61,6 +61,10 @@ type DeadFilter struct {
 	// Group is a group's key (DeadGroup.Group): exactly the messages of
 	// that group.
 	Group string `json:"group,omitempty"`
+	// MinPayloadBytes, when positive, selects only the messages whose
+	// payload, as JSON text, has at least that many bytes: DeadItem's
+	// PayloadBytes. Every message of the DLQs is read to tell.
+	MinPayloadBytes int64 `json:"min_payload_bytes,omitempty"`
 	// Clock, when set, is the instant the caller counted ages in Since
 	// and Until back from. ListDead signs it into its next cursor, for
 	// DeadCursorClock to give back, so that every page lists the window

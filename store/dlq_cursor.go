@@ -37,6 +37,10 @@ type deadCursor struct {
 	H int64 `json:"h,omitempty"`
 	// G is, in a cursor of a summary, the key of the group it follows.
 	G string `json:"g,omitempty"`
+	// B is, in a cursor of a list of the largest payloads first
+	// (DeadLargest), the payload size of the message it follows, plus
+	// one, so that a size of 0 is written too.
+	B int64  `json:"b,omitempty"`
 	M string `json:"m,omitempty"`
 }
 
@@ -63,7 +67,13 @@ func (c deadCursor) mac(key []byte) string {
 // of dlq at time t, for the filter whose fingerprint is filter and whose
 // ages counted back from clock (zero: the filter has none).
 func encodeDeadCursor(key []byte, t time.Time, dlq string, id int64, filter string, clock time.Time) string {
-	c := deadCursor{V: deadCursorVersion, T: t.UTC(), Q: dlq, I: id, F: filter}
+	return encodeSizedCursor(key, t, dlq, id, -1, filter, clock)
+}
+
+// encodeSizedCursor is encodeDeadCursor for a list ordered by payload
+// size too: size is the payload size of the message, -1 for none.
+func encodeSizedCursor(key []byte, t time.Time, dlq string, id, size int64, filter string, clock time.Time) string {
+	c := deadCursor{V: deadCursorVersion, T: t.UTC(), Q: dlq, I: id, F: filter, B: size + 1}
 	if !clock.IsZero() {
 		c.P = clock.UnixMicro()
 	}
@@ -136,7 +146,7 @@ func openSignedCursor(key []byte, s string, place func(*deadCursor) bool) (*dead
 	}
 	// Signed by this database's pgbus, so well formed; checked anyway, as
 	// the key is readable by every role that may read pgbus.
-	if c.I <= 0 || c.T.IsZero() || c.P < 0 || !place(&c) {
+	if c.I <= 0 || c.T.IsZero() || c.P < 0 || c.B < 0 || !place(&c) {
 		return nil, errBadCursor
 	}
 	return &c, nil
@@ -195,6 +205,33 @@ func (q *deadQuery) pageQuery(cols string, after *deadCursor, desc bool, limit i
 		return inner
 	}
 	return "SELECT * FROM (" + inner + ") u ORDER BY enqueued_at" + dir + `, dlq COLLATE "C"` + dir + ", msg_id" + dir + " LIMIT " + lim
+}
+
+// largestSQL is pageSQL in the order of DeadLargest: (payload size,
+// enqueued_at, dlq, msg_id), descending, after the cursor.
+func (q *deadQuery) largestSQL(cols string, after *deadCursor, limit int) string {
+	lim := q.arg(limit)
+	var more func(string) string
+	if after != nil {
+		// As pageQuery's: the cursor's id is a parameter only where its
+		// DLQ is queried.
+		b, t, id := q.arg(after.B-1), q.arg(after.T), ""
+		more = func(dlq string) string {
+			switch c := strings.Compare(dlq, after.Q); {
+			case c == 0:
+				if id == "" {
+					id = q.arg(after.I)
+				}
+				return "(" + sqlPayloadBytes + ", enqueued_at, msg_id) < (" + b + ", " + t + ", " + id + ")"
+			case c < 0:
+				return "(" + sqlPayloadBytes + ", enqueued_at) <= (" + b + ", " + t + ")"
+			default:
+				return "(" + sqlPayloadBytes + ", enqueued_at) < (" + b + ", " + t + ")"
+			}
+		}
+	}
+	inner := q.union(cols, more, "ORDER BY payload_bytes DESC, enqueued_at DESC, msg_id DESC LIMIT "+lim)
+	return "SELECT * FROM (" + inner + `) u ORDER BY payload_bytes DESC, enqueued_at DESC, dlq COLLATE "C" DESC, msg_id DESC LIMIT ` + lim
 }
 
 // decodeDeadCursor checks cursor against the database's key and filter;

@@ -42,6 +42,9 @@ func (f DeadFilter) validate() error {
 			return invalidf("filter reason %q is unknown; use %s, %s, %s or %s", shorten(f.Reason), ReasonMaxRetriesExceeded, ReasonNonRetryable, ReasonDeadlineExceeded, ReasonNotRecorded)
 		}
 	}
+	if f.MinPayloadBytes < 0 {
+		return invalidf("filter min_payload_bytes %d is negative; pass 0 for every size, or a size in bytes", f.MinPayloadBytes)
+	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
 		return invalidf("filter until (%s) must be after since (%s)", f.Until.Format(time.RFC3339), f.Since.Format(time.RFC3339))
 	}
@@ -110,6 +113,11 @@ func (q *deadQuery) arg(v any) string {
 
 const sqlDeadBlock = `(headers->'` + HeaderDeadLetter + `')`
 
+// sqlPayloadBytes is the size of a message's payload as JSON text, in
+// bytes: DeadItem.PayloadBytes, and what DeadFilter.MinPayloadBytes and
+// DeadLargest compare.
+const sqlPayloadBytes = `coalesce(octet_length(message::text), 0)`
+
 func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, error) {
 	q := &deadQuery{}
 	var err error
@@ -150,6 +158,9 @@ func (s *Store) compileDead(ctx context.Context, f DeadFilter) (*deadQuery, erro
 	if f.Group != "" {
 		add(`pgbus.dlq_cause_key(headers, message) = %s::uuid`, f.Group)
 		q.group = fmt.Sprintf("$%d", len(q.args))
+	}
+	if f.MinPayloadBytes > 0 {
+		add(sqlPayloadBytes+` >= %s`, f.MinPayloadBytes)
 	}
 	if f.Text != "" {
 		add(sqlDeadBlock+`->>'error_message' ILIKE %s ESCAPE E'\\'`, "%"+deadEscapeLike(fit.apply(f.Text))+"%")

@@ -13,24 +13,55 @@ import (
 )
 
 const deadItemCols = `msg_id, enqueued_at, ` + sqlDeadKind + ` AS kind,
-	coalesce(octet_length(message::text), 0) AS payload_bytes,
+	` + sqlPayloadBytes + ` AS payload_bytes,
 	CASE WHEN jsonb_typeof(` + sqlDeadBlock + `) = 'object' THEN ` + sqlDeadBlock + ` - 'backtrace' END AS block`
+
+// DeadOrder is the order of a list of dead messages (ListDeadOrdered).
+type DeadOrder int
+
+const (
+	// DeadNewest lists the newest dead-lettered first.
+	DeadNewest DeadOrder = iota
+	// DeadLargest lists the largest payload first (DeadItem.PayloadBytes),
+	// then the newest: every message of the DLQs is read to rank them.
+	DeadLargest
+)
 
 // ListDead returns one page of dead messages, newest first, over one DLQ
 // or all of them. cursor is empty for the first page, then the NextCursor
 // of the previous page, with the same filter. limit is 1 to MaxDeadPage.
 func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit int) (DeadPage, error) {
+	return s.ListDeadOrdered(ctx, f, DeadNewest, cursor, limit)
+}
+
+// ListDeadOrdered is ListDead in the order given. A cursor is valid only
+// with the filter and the order of the page that issued it.
+func (s *Store) ListDeadOrdered(ctx context.Context, f DeadFilter, order DeadOrder, cursor string, limit int) (DeadPage, error) {
 	page := DeadPage{Items: []DeadItem{}}
 	if limit < 1 || limit > MaxDeadPage {
 		return page, invalidf("list dead messages: limit %d is out of range; pass 1 to %d", limit, MaxDeadPage)
+	}
+	if order != DeadNewest && order != DeadLargest {
+		return page, invalidf("list dead messages: order %d is unknown; pass DeadNewest or DeadLargest", order)
 	}
 	if err := f.validate(); err != nil {
 		return page, err
 	}
 	fp := f.fingerprint()
+	if order == DeadLargest {
+		// A cursor of one order is no place in the other.
+		fp += "-largest"
+	}
 	after, err := s.decodeDeadCursor(ctx, cursor, fp)
 	if err != nil {
 		return page, err
+	}
+	compare := func(a, b DeadItem) int {
+		return cmp.Or(b.DeadLetteredAt.Compare(a.DeadLetteredAt), strings.Compare(b.DLQ, a.DLQ), cmp.Compare(b.MsgID, a.MsgID))
+	}
+	if order == DeadLargest {
+		newest := compare
+		compare = func(a, b DeadItem) int { return cmp.Or(cmp.Compare(b.PayloadBytes, a.PayloadBytes), newest(a, b)) }
 	}
 	err = s.runDead(ctx, f, func(q *deadQuery) error {
 		// One snapshot for the counts and the page, so that a DLQ passed
@@ -44,13 +75,17 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 			var items []DeadItem
 			err = inChunks(ctx, tx, q.dlqs, func(tx pgx.Tx, chunk []string) error {
 				cq := q.chunk(chunk)
-				got, err := queryDeadItems(ctx, tx, cq.pageSQL(deadItemCols, after, true, limit+1), cq.args)
+				var sql string
+				if order == DeadLargest {
+					sql = cq.largestSQL(deadItemCols, after, limit+1)
+				} else {
+					sql = cq.pageSQL(deadItemCols, after, true, limit+1)
+				}
+				got, err := queryDeadItems(ctx, tx, sql, cq.args)
 				items = append(items, got...)
 				return err
 			})
-			slices.SortFunc(items, func(a, b DeadItem) int {
-				return cmp.Or(b.DeadLetteredAt.Compare(a.DeadLetteredAt), strings.Compare(b.DLQ, a.DLQ), cmp.Compare(b.MsgID, a.MsgID))
-			})
+			slices.SortFunc(items, compare)
 			page.Items = items[:min(len(items), limit+1)]
 			return err
 		})
@@ -65,7 +100,11 @@ func (s *Store) ListDead(ctx context.Context, f DeadFilter, cursor string, limit
 			return DeadPage{Items: []DeadItem{}}, err
 		}
 		last := page.Items[limit-1]
-		page.NextCursor = encodeDeadCursor(key, last.DeadLetteredAt, last.DLQ, last.MsgID, fp, f.Clock)
+		size := int64(-1) // no size: a cursor of the newest first
+		if order == DeadLargest {
+			size = last.PayloadBytes
+		}
+		page.NextCursor = encodeSizedCursor(key, last.DeadLetteredAt, last.DLQ, last.MsgID, size, fp, f.Clock)
 	}
 	return page, nil
 }

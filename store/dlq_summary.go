@@ -53,7 +53,7 @@ func (s *Store) SummarizeDead(ctx context.Context, f DeadFilter) ([]DeadGroup, e
 
 // SummarizeDeadReport is SummarizeDead with the number of groups.
 //
-// Without a filter on time, text or group (kind, error class and reason
+// Without a filter on time, text, group or payload size (kind, error class and reason
 // are counted), it counts from pgbus.dlq_group_counts, which triggers on
 // every DLQ table keep exact (schema/0007_dlq_groups.sql,
 // schema/0013_dlq_group_deltas.sql), and reads each group's first and last
@@ -155,7 +155,7 @@ func summarizeDead(ctx context.Context, tx pgx.Tx, q *deadQuery, f DeadFilter, a
 	var total deadTotals
 	switch {
 	case probeOf(ctx).only():
-	case f.Since.IsZero() && f.Until.IsZero() && f.Text == "" && f.Group == "":
+	case f.Since.IsZero() && f.Until.IsZero() && f.Text == "" && f.Group == "" && f.MinPayloadBytes == 0:
 		tracked, err := deadTracked(ctx, tx, q.dlqs)
 		if err != nil {
 			return nil, deadTotals{}, err

@@ -157,12 +157,16 @@ func (a *app) dlqListCommand() *cobra.Command {
 		Short: "List dead messages, newest first, with filters and paging",
 		Long: `List dead messages newest first: id, source queue, kind, reason, error class,
 attempts (and how often it was retried out of a DLQ before, when it was),
-age and error message. Pages hold --limit messages (1 to 100); when
-there are more, the last line gives the command for the next page (an opaque
---cursor, valid with the same filters). --json prints the same result as the
-MCP tool pgbus_dlq_list.`,
+age, payload size and error message. --order largest lists the largest
+payloads first, and --min-payload-bytes N only payloads of at least N bytes
+(as JSON): to find a poison payload, too large to handle, among many; both
+read every message of the DLQs the filters select. Pages hold --limit
+messages (1 to 100); when there are more, the last line gives the command
+for the next page (an opaque --cursor, valid with the same filters and
+order). --json prints the same result as the MCP tool pgbus_dlq_list.`,
 		Example: `  pgbus dlq list
   pgbus dlq list --queue orders --reason max_retries_exceeded --limit 100
+  pgbus dlq list --order largest --min-payload-bytes 1000000
   pgbus dlq list --text "connection refused" --since 2h --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -178,7 +182,7 @@ MCP tool pgbus_dlq_list.`,
 					return err
 				}
 				if page.NextCursor != "" {
-					flags := strings.TrimSpace(ff.flags() + fmt.Sprintf(" --limit %d", req.Limit))
+					flags := strings.TrimSpace(ff.flags() + listFlags(req))
 					fmt.Fprintf(a.stdout, "more: %s\n", a.carried(fmt.Sprintf("pgbus dlq list %s --cursor %s", flags, page.NextCursor)))
 				}
 				return nil
@@ -186,8 +190,23 @@ MCP tool pgbus_dlq_list.`,
 		},
 	}
 	ff.add(cmd.Flags())
+	cmd.Flags().Int64Var(&req.MinPayloadBytes, "min-payload-bytes", 0, "only payloads of at least this many bytes (as JSON)")
+	cmd.Flags().StringVar(&req.Order, "order", ops.OrderNewest, "newest (dead-lettered) first, or largest (payload) first")
 	pageFlags(cmd.Flags(), &req.Cursor, &req.Limit)
 	return jsonFlag(cmd, ops.OpDLQList)
+}
+
+// listFlags are the flags of a list's next page besides its filter: the
+// minimum size and the order when given, and the limit.
+func listFlags(req ops.DLQListRequest) string {
+	var out string
+	if req.MinPayloadBytes > 0 {
+		out += fmt.Sprintf(" --min-payload-bytes %d", req.MinPayloadBytes)
+	}
+	if o := strings.TrimSpace(req.Order); o != "" && o != ops.OrderNewest {
+		out += " --order " + o
+	}
+	return out + fmt.Sprintf(" --limit %d", req.Limit)
 }
 
 func (a *app) dlqShowCommand() *cobra.Command {

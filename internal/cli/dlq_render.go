@@ -136,7 +136,7 @@ func (a *app) writeDeadList(w io.Writer, page ops.DLQList, cursor string) error 
 		a.printNext(w, page.Next)
 		return nil
 	}
-	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "ERROR")
+	t := newTable(w, "ID", "QUEUE", "KIND", "REASON", "ERROR CLASS", "ATTEMPTS", "AGE", "SIZE", "ERROR")
 	for _, it := range page.Items {
 		attempts := orUnknown(it.Attempts) + "/" + orUnknown(it.MaxRetries)
 		if it.Unrecorded != "" {
@@ -149,7 +149,7 @@ func (a *app) writeDeadList(w io.Writer, page ops.DLQList, cursor string) error 
 			attempts += " after " + plural.Count(it.RetriesFromDLQ, "DLQ retry", "DLQ retries")
 		}
 		t.row(it.MsgID, dash(it.SourceQueue), dash(it.Kind), dash(it.Reason), dash(it.ErrorClass),
-			attempts, a.ago(it.DeadLetteredAt), messageCell(dash(it.ErrorMessage), 70))
+			attempts, a.ago(it.DeadLetteredAt), humanBytes(it.PayloadBytes), messageCell(dash(it.ErrorMessage), 70))
 	}
 	return t.flush()
 }

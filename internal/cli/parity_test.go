@@ -70,6 +70,7 @@ func TestParityCLIAndMCP(t *testing.T) {
 		{name: "list since a date", cli: []string{"dlq", "list", "--since", yesterday, "--queue", "orders"}, tool: "pgbus_dlq_list", args: map[string]any{"since": yesterday, "queue": "orders"}},
 		{name: "list until a date", cli: []string{"dlq", "list", "--until", yesterday}, tool: "pgbus_dlq_list", args: map[string]any{"until": yesterday}},
 		{name: "list by text", cli: []string{"dlq", "list", "--text", "503"}, tool: "pgbus_dlq_list", args: map[string]any{"text": "503"}},
+		{name: "list largest first", cli: []string{"dlq", "list", "--order", "largest", "--min-payload-bytes", "10", "--limit", "2"}, tool: "pgbus_dlq_list", args: map[string]any{"order": "largest", "min_payload_bytes": 10, "limit": 2}},
 		{name: "show with payload", cli: []string{"dlq", "show", "2", "--queue", "orders"}, tool: "pgbus_dlq_show", args: map[string]any{"queue": "orders", "msg_id": 2, "include_payload": true}},
 		{name: "show an id in no DLQ", cli: []string{"dlq", "show", "999", "--queue", "orders"}, tool: "pgbus_dlq_show", args: map[string]any{"queue": "orders", "msg_id": 999}, code: 3, toolError: true},
 		{name: "show an id in two DLQs", cli: []string{"dlq", "show", "1"}, tool: "pgbus_dlq_show", args: map[string]any{"msg_id": 1}, code: 2, toolError: true},
