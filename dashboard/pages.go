@@ -202,6 +202,9 @@ type deadData struct {
 	Sizes           bool
 	MinPayloadBytes string
 	Order           string
+	// ByClass: the groups page counts by error class across the DLQs
+	// (its by=error_class), which its filter form keeps.
+	ByClass bool
 }
 
 // Sized reports whether a minimum payload size narrows the list, which
@@ -217,6 +220,9 @@ func (d deadData) Link(p string, more ...any) string {
 // their next pages): it keeps the page's auto-refresh, as the filter form
 // does. An action's preview, linked by Link, does not refresh.
 func (d deadData) Page(p string, more ...any) string {
+	if d.ByClass && p == "/dlq" {
+		more = append([]any{"by", ops.SummaryByErrorClass}, more...)
+	}
 	if d.Sizes {
 		more = append([]any{"min_payload_bytes", d.MinPayloadBytes, "order", d.Order}, more...)
 	}
@@ -251,6 +257,19 @@ func (d groupsData) GroupFilter(g ops.DeadGroup) deadData {
 	return deadData{Filter: ops.DeadFilter{Queue: g.DLQ, Kind: filterKind(g.Kind), ErrorClass: g.ErrorClass, Group: g.Group}, Refresh: d.Refresh}
 }
 
+// ClassFilter is the filter of the page with the messages of an error
+// class of a summary by error class, in dlq or, "" for, every DLQ: the
+// page's filter with that class, and its auto-refresh. A class shown with
+// a secret redacted, which no stored class equals, has none (Link "").
+func (d groupsData) ClassFilter(class, dlq string) deadData {
+	f := d.Filter
+	f.ErrorClass = filterKind(class)
+	if dlq != "" {
+		f.Queue = dlq
+	}
+	return deadData{Filter: f, Refresh: d.Refresh}
+}
+
 // filterKind is a shown kind as a filter: "" (every kind) for one shown
 // with a secret redacted, which no stored kind equals.
 func filterKind(shown string) string {
@@ -265,14 +284,15 @@ func (s *server) deadGroups(w http.ResponseWriter, r *http.Request, v *view) {
 	f := deadFilter(q)
 	// Every group the store returns at once, the largest first; past
 	// them, the next page's cursor.
-	sum, err := s.svc.DLQSummary(r.Context(), ops.DLQSummaryRequest{Filter: f, All: true, Cursor: q.Get("cursor")})
+	byClass := strings.TrimSpace(q.Get("by")) == ops.SummaryByErrorClass
+	sum, err := s.svc.DLQSummary(r.Context(), ops.DLQSummaryRequest{Filter: f, By: q.Get("by"), All: true, Cursor: q.Get("cursor")})
 	if err != nil {
 		s.fail(w, r, v, err)
 		return
 	}
 	sum.Notes = ops.WordAsks(sum.Notes, sum.Asks, pageNote(""))
 	v.Title, v.Nav = ofQueue("Dead letters", f.Queue), "dlq"
-	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq", Refresh: v.Refresh}, Summary: sum, Cursor: q.Get("cursor")})
+	s.render(w, r, http.StatusOK, "groups", v, groupsData{deadData: deadData{Filter: f, Reasons: ops.Reasons, Action: "/dlq", Refresh: v.Refresh, ByClass: byClass}, Summary: sum, Cursor: q.Get("cursor")})
 }
 
 // listData is the list of dead messages'.

@@ -394,6 +394,9 @@ func (r DLQSummaryRequest) Check() error {
 	if err := checkText("cursor", r.Cursor); err != nil {
 		return err
 	}
+	if err := r.checkBy(); err != nil {
+		return err
+	}
 	return r.Filter.Check()
 }
 

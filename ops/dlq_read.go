@@ -25,6 +25,11 @@ type DLQSummaryRequest struct {
 	// bound: for a page a person scrolls, or a watcher that compares
 	// every group, not for an agent's answer.
 	All bool
+	// By is one of SummaryBys: SummaryByGroup ("" too), or
+	// SummaryByErrorClass for every dead message the filter selects
+	// counted by error class across the DLQs (DLQSummary.Classes), which
+	// takes neither ByField nor Cursor.
+	By string
 	// Cursor is the previous page's NextCursor, with the same filter; ""
 	// for the first page. A page lists the groups ranked after the last
 	// group of the page before, as they rank now: groups change between
@@ -61,10 +66,14 @@ const summaryFewer = "narrow the summary to fewer dead messages: one queue, a sh
 
 // DLQSummary is the result of DLQSummary.
 type DLQSummary struct {
-	Groups      []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class, error pattern), largest group first, each with a representative error message and up to 5 sample ids, newest first."`
-	Total       int64       `json:"total" jsonschema_description:"Dead messages in the groups listed; messages_omitted counts those of the groups left out."`
-	TotalGroups int         `json:"total_groups" jsonschema_description:"Groups the filters select, those of other pages included."`
-	Truncated   bool        `json:"truncated,omitempty" jsonschema_description:"More groups follow this page: notes says what they hold, next_cursor is the next page."`
+	Groups []DeadGroup `json:"groups" jsonschema_description:"Dead messages grouped by (dlq, source queue, kind, error class, error pattern), largest group first, each with a representative error message and up to 5 sample ids, newest first."`
+	// Classes, of a summary by error class, count its dead messages by
+	// error class across the DLQs, the largest first; Groups is empty then.
+	Classes      []DeadClass `json:"classes,omitempty" jsonschema_description:"With by error_class: dead messages by error class across every DLQ, largest first, each with its reasons and the DLQs it touches; groups is empty then."`
+	TotalClasses int         `json:"total_classes,omitempty" jsonschema_description:"With by error_class: the error classes the filters select, those left out included."`
+	Total        int64       `json:"total" jsonschema_description:"Dead messages in the groups (or classes) listed; messages_omitted counts those left out."`
+	TotalGroups  int         `json:"total_groups" jsonschema_description:"Groups the filters select, those of other pages included."`
+	Truncated    bool        `json:"truncated,omitempty" jsonschema_description:"More groups follow this page: notes says what they hold, next_cursor is the next page."`
 	// MessagesOmitted counts the dead messages of the groups not listed
 	// on this page, those of earlier pages included.
 	MessagesOmitted int64 `json:"messages_omitted,omitempty" jsonschema_description:"Dead messages in the groups not listed on this page: total plus messages_omitted is every dead message the filters select."`
@@ -132,7 +141,7 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	defer end()
 	// A summary has no limit: it counts fewer messages by a narrower filter.
 	ctx = withFewer(ctx, summaryFewer)
-	defer againOnceFree(&err, OpDLQSummary, req.Filter.hintArgs("by_field", req.ByField, "cursor", req.Cursor)...)
+	defer againOnceFree(&err, OpDLQSummary, req.Filter.hintArgs("by", req.byArg(), "by_field", req.ByField, "cursor", req.Cursor)...)
 	defer s.explainDB(ctx, &err, reads)
 	if err := req.Check(); err != nil {
 		return DLQSummary{}, err
@@ -150,6 +159,9 @@ func (s *Service) DLQSummary(ctx context.Context, req DLQSummaryRequest) (_ DLQS
 	}
 	if req.Filter.relative() {
 		f.Clock = now
+	}
+	if req.byClass() {
+		return s.summaryByClass(ctx, req, f)
 	}
 	path, err := s.byFieldPath(req.ByField)
 	if err != nil {

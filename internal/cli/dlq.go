@@ -100,8 +100,8 @@ func (ff *filterFlags) flags() string {
 
 func (a *app) dlqSummaryCommand() *cobra.Command {
 	var (
-		ff              filterFlags
-		byField, cursor string
+		ff                  filterFlags
+		by, byField, cursor string
 	)
 	cmd := &cobra.Command{
 		Use:   "summary",
@@ -117,9 +117,13 @@ retried out of a DLQ before and died again: that retry did not fix the cause.
 or PGBUS_SAFE_FIELDS). Up to 500 groups are listed; when there are more, a
 "next:" line gives the command for the next page (an opaque --cursor, valid
 with the same filters), which lists the groups ranked after the last one
-shown, as they rank then. --json prints the same result as the MCP tool
+shown, as they rank then. --by error_class counts every dead message the
+filters select by error class instead, across every DLQ, each class with its
+reasons and the DLQs it touches (the 10 holding most, "and N more"): which
+failure an incident is. --json prints the same result as the MCP tool
 pgbus_dlq_summary.`,
 		Example: `  pgbus dlq summary
+  pgbus dlq summary --by error_class --since 1h
   pgbus dlq summary --queue orders --since 24h
   pgbus dlq summary --by-field tenant
   pgbus dlq summary --json`,
@@ -132,7 +136,7 @@ pgbus_dlq_summary.`,
 			if byField != "" && len(a.safeFields(nil)) == 0 {
 				return usageError{fmt.Errorf("--by-field %s: no payload field is named safe to show: set %s=%s, or list it under safe_fields in the configuration file", clip(byField, 60), EnvSafeFields, clip(byField, 60))}
 			}
-			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f, ByField: byField, Cursor: cursor}, func(sum ops.DLQSummary) error {
+			return run(a, cmd, (*ops.Service).DLQSummary, ops.DLQSummaryRequest{Filter: f, By: by, ByField: byField, Cursor: cursor}, func(sum ops.DLQSummary) error {
 				if err := a.writeDeadSummary(a.stdout, sum, cursor != ""); err != nil {
 					return err
 				}
@@ -142,6 +146,7 @@ pgbus_dlq_summary.`,
 		},
 	}
 	ff.add(cmd.Flags())
+	cmd.Flags().StringVar(&by, "by", ops.SummaryByGroup, "group: by queue, kind, error class and message; error_class: every message by error class across the DLQs")
 	cmd.Flags().StringVar(&byField, "by-field", "", "break each group down by this safe payload field (config safe_fields, env "+EnvSafeFields+")")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "continue after the previous page (its next_cursor, or the command its \"next:\" line gives)")
 	return jsonFlag(cmd, ops.OpDLQSummary)

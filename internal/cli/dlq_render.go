@@ -21,6 +21,9 @@ import (
 
 // writeDeadSummary prints the groups of pgbus dlq summary.
 func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary, later bool) error {
+	if sum.TotalClasses > 0 {
+		return writeDeadClasses(w, sum)
+	}
 	if len(sum.Groups) == 0 {
 		what := "no dead messages"
 		if later {
@@ -56,6 +59,37 @@ func (a *app) writeDeadSummary(w io.Writer, sum ops.DLQSummary, later bool) erro
 	case sum.Truncated:
 		others := sum.TotalGroups - len(sum.Groups)
 		line += fmt.Sprintf(" (the largest of %d groups: the other %d %s %s)", sum.TotalGroups, others, plural.Of(others, "holds", "hold"),
+			plural.Count(sum.MessagesOmitted, "dead message", "dead messages"))
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// writeDeadClasses prints pgbus dlq summary --by error_class: a row a
+// class, with its reasons and the DLQs it touches, each with its count.
+func writeDeadClasses(w io.Writer, sum ops.DLQSummary) error {
+	t := newTable(w, "ERROR CLASS", "COUNT", "REASONS", "QUEUES")
+	for _, c := range sum.Classes {
+		reasons := make([]string, len(c.Reasons))
+		for i, r := range c.Reasons {
+			reasons[i] = fmt.Sprintf("%s (%d)", r.Reason, r.Count)
+		}
+		queues := make([]string, len(c.Queues))
+		for i, q := range c.Queues {
+			queues[i] = fmt.Sprintf("%s (%d)", q.DLQ, q.Count)
+		}
+		if c.QueuesOmitted > 0 {
+			queues = append(queues, fmt.Sprintf("and %d more", c.QueuesOmitted))
+		}
+		t.row(dash(c.ErrorClass), c.Count, strings.Join(reasons, ", "), strings.Join(queues, ", "))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	line := plural.Count(sum.Total, "dead message", "dead messages") + " in " + plural.Count(len(sum.Classes), "error class", "error classes")
+	if sum.Truncated {
+		others := sum.TotalClasses - len(sum.Classes)
+		line += fmt.Sprintf(" (the largest of %d: the other %d %s %s)", sum.TotalClasses, others, plural.Of(others, "holds", "hold"),
 			plural.Count(sum.MessagesOmitted, "dead message", "dead messages"))
 	}
 	_, err := fmt.Fprintln(w, line)
