@@ -555,7 +555,7 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 	case r.DryRun && r.Retried > 0:
 		next = append(next, dryRunIDsHint(req, r.Outcomes))
 	case r.Retried > 0 && len(r.Moved) > 0:
-		next = append(next, hint(OpQueueMessages, "watch the retried messages run; if they fail again they return to the DLQ", "queue", workQueueOf(r.Moved[0])))
+		next = append(next, s.watchHints(ctx, r)...)
 	}
 	next = append(next, creates...)
 	if r.NotFound+r.Failed > 0 {
@@ -592,6 +592,43 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 			req.Filter.hintArgs()...))
 	}
 	return uniqueHints(next)
+}
+
+// Bounds of the queues a retry's steps to watch its messages name: a step
+// each for the first watchNamed, then one step that names the next
+// watchListed and counts the rest.
+const (
+	watchNamed  = 5
+	watchListed = 10
+)
+
+// watchHints are the steps to watch the messages r moved run: one for
+// each queue they went back to, the first watchNamed, in the order they
+// went; then, of more queues, one that lists every queue and names the
+// next watchListed of them, counting the others.
+func (s *Service) watchHints(ctx context.Context, r DLQRetry) []Hint {
+	queues, err := s.logicalQueues(ctx, r.queues)
+	if err != nil || len(queues) == 0 {
+		// The retry happened: its first message's queue, as its own
+		// name says it, when the levels cannot be read.
+		queues = []string{workQueueOf(r.Moved[0])}
+	}
+	const why = "watch the retried messages run; if they fail again they return to the DLQ"
+	if len(queues) == 1 {
+		return []Hint{hint(OpQueueMessages, why, "queue", queues[0])}
+	}
+	out := make([]Hint, 0, watchNamed+1)
+	for i, q := range queues[:min(len(queues), watchNamed)] {
+		out = append(out, hint(OpQueueMessages, fmt.Sprintf("watch the retried messages run in %s, queue %d of the %d they went back to; if they fail again they return to the DLQ", q, i+1, len(queues)), "queue", q))
+	}
+	if rest := queues[min(len(queues), watchNamed):]; len(rest) > 0 {
+		names := slices.Clone(rest[:min(len(rest), watchListed)])
+		if more := len(rest) - len(names); more > 0 {
+			names = append(names, fmt.Sprintf("%d more", more))
+		}
+		out = append(out, hint(OpQueueStats, "the retried messages also went back to "+andList(names)+": lists every queue with its ready messages and dead letters"))
+	}
+	return out
 }
 
 // howToRetryFailed says how the messages r could not move are retried:
