@@ -369,6 +369,9 @@ type bulkData struct {
 	Moved        []bulkItem
 	Omitted      int
 	LimitReached bool
+	// Left counts, when LimitReached, the messages the filter still
+	// selects (in a preview: would); 0 when they could not be counted.
+	Left int64
 	// Expect binds the confirmation to the preview's messages.
 	Expect     string
 	Failed     int
@@ -409,7 +412,7 @@ type bulkItem struct {
 }
 
 func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
-	d := bulkData{deadData: deadData{Filter: f}, Verb: "retry", Count: r.Retried, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
+	d := bulkData{deadData: deadData{Filter: f}, Verb: "retry", Count: r.Retried, Omitted: r.MovedOmitted, LimitReached: r.LimitReached, Left: r.Left,
 		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Workers: r.Workers, WorkersOmitted: r.WorkersOmitted, CameBack: r.CameBack, Next: r.Next}
 	for _, m := range r.Moved {
 		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.DLQMsgID, Queue: m.Queue})
@@ -426,7 +429,7 @@ func retryBulk(f ops.DeadFilter, r ops.DLQRetry) bulkData {
 }
 
 func discardBulk(f ops.DeadFilter, r ops.DLQDiscard) bulkData {
-	d := bulkData{deadData: deadData{Filter: f}, Verb: "discard", Count: r.Discarded, Omitted: r.MovedOmitted, LimitReached: r.LimitReached,
+	d := bulkData{deadData: deadData{Filter: f}, Verb: "discard", Count: r.Discarded, Omitted: r.MovedOmitted, LimitReached: r.LimitReached, Left: r.Left,
 		Expect: r.Expect, Failed: r.Failed, FirstError: r.FirstError, Next: r.Next}
 	for _, m := range r.Moved {
 		d.Moved = append(d.Moved, bulkItem{DLQ: m.DLQ, ID: m.MsgID})

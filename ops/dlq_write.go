@@ -131,6 +131,7 @@ type DLQRetry struct {
 	Moved           []RetriedMessage `json:"moved" jsonschema_description:"The first 100 messages moved."`
 	MovedOmitted    int              `json:"moved_omitted,omitempty" jsonschema_description:"Messages moved but not listed in moved."`
 	LimitReached    bool             `json:"limit_reached,omitempty" jsonschema_description:"A retry by filter stopped at its limit and more messages match: the same call again selects the next ones (absent when exactly the limit matched)."`
+	Left            int64            `json:"left,omitempty" jsonschema_description:"With limit_reached: the dead messages the filters still select once the call ended (in a dry run: that it would leave), each next call of the same limit moving up to limit of them."`
 	Expect          string           `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then moves exactly these messages or nothing."`
 	Next            []Hint           `json:"next" jsonschema_description:"What to do next."`
 	// Workers is filled in after the retry, apart from the rest.
@@ -303,6 +304,9 @@ func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRet
 	out.LimitReached = rep.More
 	steps := req
 	steps.Filter = req.Filter.Pinned(now)
+	if out.LimitReached {
+		out.Left = s.leftAfter(ctx, steps.Filter, now, out.Retried, req.DryRun)
+	}
 	out.Next = s.retryNext(ctx, out, steps)
 	var limited bool
 	if out.FirstError, limited = explainFailure(out.FirstError, rep.Err(), s.store.User()); limited && !hasOp(out.Next, OpDLQRetry) {
@@ -569,7 +573,7 @@ func (s *Service) retryNext(ctx context.Context, r DLQRetry, req DLQRetryRequest
 	}
 	switch {
 	case r.LimitReached && r.Retried > 0:
-		h := againHint(OpDLQRetry, r.DryRun, req.Filter, req.Limit)
+		h := againHint(OpDLQRetry, r.DryRun, req.Filter, req.Limit, r.Left)
 		if req.Rate != 0 {
 			// Called at once, the next call's messages would take turns
 			// beside these: twice the rate until these are all visible.
@@ -774,12 +778,42 @@ func clearDeadlineHint(req DLQRetryRequest, r DLQRetry) Hint {
 // at its limit with more messages matching: the same filter and limit
 // select the messages left. After a dry run, the real call moves the first
 // ones only.
-func againHint(op string, dryRun bool, f DeadFilter, limit int) Hint {
-	why := "the limit was reached and more messages match: the same call again moves the next ones"
+func againHint(op string, dryRun bool, f DeadFilter, limit int, left int64) Hint {
+	more := "more messages match"
+	if left > 0 {
+		more = plural.Count(left, "more message matches", "more messages match")
+		if calls := (left + int64(max(limit, 1)) - 1) / int64(max(limit, 1)); calls > 1 {
+			more += fmt.Sprintf(" (%d calls of this limit)", calls)
+		}
+	}
+	why := "the limit was reached and " + more + ": the same call again moves the next ones"
 	if dryRun {
-		why = "more messages match than the limit: a real call moves at most the limit; call it again after that for the next ones"
+		why = "the limit was reached and " + more + " besides: a real call moves at most the limit; call it again after that for the next ones"
 	}
 	return hint(op, why, f.moveArgs("limit", limit)...)
+}
+
+// leftAfter counts the dead messages f (pinned at now) selects once a
+// retry or discard by f that reached its limit ended: in a dry run, which
+// moved nothing, those beyond the moved it would move. It is 0 when they
+// cannot be counted: the call was made, and only this count is missing.
+func (s *Service) leftAfter(ctx context.Context, f DeadFilter, now time.Time, moved int, dryRun bool) int64 {
+	sf, err := f.resolve(now)
+	if err != nil {
+		return 0
+	}
+	rows, err := s.store.CountDeadByClass(ctx, sf)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, r := range rows {
+		n += r.Count
+	}
+	if dryRun {
+		n -= int64(moved)
+	}
+	return max(n, 0)
 }
 
 // DLQDiscardRequest asks to move dead messages to their DLQ's archive:
@@ -826,6 +860,7 @@ type DLQDiscard struct {
 	Moved           []DeadID `json:"moved,omitempty" jsonschema_description:"The first 100 messages discarded (in a dry run: that would be)."`
 	MovedOmitted    int      `json:"moved_omitted,omitempty" jsonschema_description:"Messages discarded but not listed in moved."`
 	LimitReached    bool     `json:"limit_reached,omitempty" jsonschema_description:"A discard by filter stopped at its limit and more messages match: the same call again selects the next ones (absent when exactly the limit matched)."`
+	Left            int64    `json:"left,omitempty" jsonschema_description:"With limit_reached: the dead messages the filters still select once the call ended (in a dry run: that it would leave), each next call of the same limit moving up to limit of them."`
 	Expect          string   `json:"expect,omitempty" jsonschema_description:"On a dry run by filter: pass as expect to the real call, which then discards exactly these messages or nothing."`
 	Declined        bool     `json:"declined,omitempty" jsonschema_description:"The person asked to confirm declined or cancelled: nothing was discarded."`
 	Next            []Hint   `json:"next" jsonschema_description:"What to do next."`
@@ -909,7 +944,11 @@ func (s *Service) DLQDiscard(ctx context.Context, req DLQDiscardRequest) (out DL
 	steps.Filter = req.Filter.Pinned(now)
 	err = partlyDone(err, "discarding", int64(rep.Discarded), int64(limit), deadIDs(rep.Unsure), again.Hint(""))
 	pinRest(err, again.Filter.Until)
-	return discardResult(rep, steps), err
+	var left int64
+	if rep.More {
+		left = s.leftAfter(ctx, steps.Filter, now, rep.Discarded, req.DryRun)
+	}
+	return discardResult(rep, steps, left), err
 }
 
 // PreviewDiscard is what DLQDiscard would do with req now, as its dry
@@ -944,9 +983,9 @@ func deadIDs(ids []store.DeadID) []DeadID {
 	return out
 }
 
-func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
+func discardResult(rep store.DiscardReport, req DLQDiscardRequest, left int64) DLQDiscard {
 	out := DLQDiscard{DryRun: rep.DryRun, Discarded: rep.Discarded, Moved: make([]DeadID, len(rep.Moved)),
-		MovedOmitted: rep.MovedOmitted, Expect: rep.Token, LimitReached: rep.More, AlreadyMoved: rep.Gone}
+		MovedOmitted: rep.MovedOmitted, Expect: rep.Token, LimitReached: rep.More, Left: left, AlreadyMoved: rep.Gone}
 	for i, m := range rep.Moved {
 		out.Moved[i] = DeadID{DLQ: m.DLQ, MsgID: m.MsgID}
 	}
@@ -956,7 +995,14 @@ func discardResult(rep store.DiscardReport, req DLQDiscardRequest) DLQDiscard {
 	out.Next = append(out.Next, hint(OpDLQSummary, "shows what is left"))
 	out.Next = append(out.Next, undoDiscardHints(out, req.Filter)...)
 	if out.LimitReached {
-		out.Next = append(out.Next, againHint(OpDLQDiscard, out.DryRun, req.Filter, req.Limit))
+		h := againHint(OpDLQDiscard, out.DryRun, req.Filter, req.Limit, out.Left)
+		if !out.DryRun && req.Confirm && req.Ask == nil && req.Deferred == nil {
+			// A caller that confirms itself, as this one did: the call
+			// that goes on is this one, confirmed as it was, where
+			// without it the call would be refused and name it only then.
+			h.Args["confirm"] = true
+		}
+		out.Next = append(out.Next, h)
 	}
 	out.Next = uniqueHints(out.Next)
 	return out

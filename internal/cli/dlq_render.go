@@ -361,7 +361,7 @@ func (a *app) printRetry(rep ops.DLQRetry) error {
 	if rep.DryRun {
 		verb = "would retry"
 	}
-	limit := limitNote(rep.LimitReached)
+	limit := limitNote(rep.LimitReached, rep.Left)
 	if rep.Retried == 0 && rep.Failed > 0 {
 		// The limit did not stop it: the messages it selected failed, and
 		// the next steps say what to do about them.
@@ -445,9 +445,9 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 		return nil // the error line says why nothing moved
 	}
 	if res.DryRun {
-		fmt.Fprintf(a.stdout, "would discard %s%s\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached))
+		fmt.Fprintf(a.stdout, "would discard %s%s\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached, res.Left))
 	} else {
-		fmt.Fprintf(a.stdout, "discarded %s%s (kept in the DLQ archive until pgbus dlq purge or the queue's dead retention (30 days by default) deletes them)\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached))
+		fmt.Fprintf(a.stdout, "discarded %s%s (kept in the DLQ archive until pgbus dlq purge or the queue's dead retention (30 days by default) deletes them)\n", plural.Count(res.Discarded, "dead message", "dead messages"), limitNote(res.LimitReached, res.Left))
 	}
 	if len(res.Moved) > 0 {
 		t := newTable(a.stdout, "DLQ", "DLQ ID")
@@ -467,8 +467,11 @@ func (a *app) printDiscard(res ops.DLQDiscard) error {
 
 // limitNote says that a move by filter stopped at its --limit with more
 // messages matching.
-func limitNote(reached bool) string {
-	if reached {
+func limitNote(reached bool, left int64) string {
+	switch {
+	case reached && left > 0:
+		return fmt.Sprintf(", the --limit: %d more %s (see next)", left, plural.Of(left, "matches", "match"))
+	case reached:
 		return ", the --limit: more match (see next)"
 	}
 	return ""

@@ -8,7 +8,7 @@ import (
 )
 
 // A retry-all or discard by filter that stops at its --limit with more
-// messages matching says so in words, and its next line is the command that
+// messages matching says so in words, with how many are left, and its next line is the command that
 // moves the rest of the same selection: the same filters and limit, not
 // every dead message. One that matched exactly its --limit says neither:
 // the command would find nothing.
@@ -22,11 +22,11 @@ func TestLimitReachedSaysSoAndKeepsTheFilters(t *testing.T) {
 	pgtest.DeadLetterN(t, s, "orders", 2, pgtest.DeadSpec{Class: "bad.Input"})
 	pgtest.DeadLetterN(t, s, "emails", 2, pgtest.DeadSpec{Class: "http.503"})
 
-	for _, verb := range []string{"retry-all", "discard"} {
-		out := d.ok(t, "dlq", verb, "--queue", "orders", "--error-class", "http.503", "--limit", "1", "--yes")
-		want := "next: pgbus dlq " + verb + " --error-class http.503 --limit 1 --queue orders --yes"
-		if !strings.Contains(out, ", the --limit: more match") || !strings.Contains(out, want) {
-			t.Errorf("dlq %s stopped at --limit 1 printed:\n%s\nwant the limit said and %q", verb, out, want)
+	for _, c := range []struct{ verb, left string }{{"retry-all", "2 more match"}, {"discard", "1 more matches"}} {
+		out := d.ok(t, "dlq", c.verb, "--queue", "orders", "--error-class", "http.503", "--limit", "1", "--yes")
+		want := "next: pgbus dlq " + c.verb + " --error-class http.503 --limit 1 --queue orders --yes"
+		if !strings.Contains(out, ", the --limit: "+c.left+" (see next)") || !strings.Contains(out, want) {
+			t.Errorf("dlq %s stopped at --limit 1 printed:\n%s\nwant the limit said with %q left and %q", c.verb, out, c.left, want)
 		}
 	}
 	if got := pgtest.Live(t, s, "emails_dlq"); got != 2 {
