@@ -284,7 +284,12 @@ func TestHealthWhileCallsWaitingForALockHoldThePool(t *testing.T) {
 	q := newQueue(t, s, nil)
 	// whose reads wait for the lock their full bound, 30s, as writes do
 	waiting := newService(t, s, ops.Options{ReadLockWait: -1})
-	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	// The check gives up at its own bound (ops.HealthCheckTimeout, 5s),
+	// and its question to a connection beside the pool gets as long: a
+	// call timeout of 1s would give that question 1s, which a busy
+	// machine's new connection can take, and the database would read as
+	// one that does not answer.
+	svc := newService(t, s, ops.Options{})
 	lock := pgtest.HoldExclusiveLock(t, pgtest.OpenStore(t, url), "q_"+q)
 	// A read of the queue's messages, which waits for the lock as long
 	// as its call may (the overview, bounded as the health check is,
@@ -306,7 +311,9 @@ func TestHealthWhileOtherCallsHoldThePool(t *testing.T) {
 	t.Parallel()
 	const poolSize = 2
 	s := pgtest.OpenStore(t, pgtest.WithParam(t, pgtest.NewDatabase(t), "pool_max_conns", fmt.Sprint(poolSize)))
-	svc := newService(t, s, ops.Options{DatabaseCallTimeout: time.Second})
+	// The check's own bound, 5s, for the question beside the pool too
+	// (as above).
+	svc := newService(t, s, ops.Options{})
 	ctx := testContext(t)
 	for range poolSize {
 		conn, err := s.Pool().Acquire(ctx)
