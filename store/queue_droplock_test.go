@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +37,75 @@ func holdDLQ(t *testing.T, s *store.Store, queue string) (pid int, release func(
 	}
 	t.Cleanup(release)
 	return pid, release
+}
+
+// dropGivenUp drops queue through s with a context whose deadline passes
+// once the drop, its tables or its DLQ's group counts held by another
+// session, is seen waiting in a try that began after another it was seen
+// waiting in: a try was given up for that session. A deadline of a fixed
+// time from the call could pass, on a busy machine, before the drop's
+// first try had waited for anything. It returns how long the drop was
+// seen trying before the deadline passed, which it waited at least, how
+// long the call took, which it waited at most, and the drop's error.
+func dropGivenUp(t *testing.T, s *store.Store, queue string) (seen, took time.Duration, err error) {
+	t.Helper()
+	ctx := testContext(t)
+	dropCtx := newDeadline(ctx)
+	begun := time.Now()
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropQueue(dropCtx, queue) }()
+	var first, firstSeen time.Time
+	pgtest.Eventually(t, time.Minute, "a second try of the drop of "+queue+" to wait", func() bool {
+		var since []time.Time
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce(array_agg(query_start), '{}') FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND wait_event_type = 'Lock'
+			  AND strpos(query, 'pg_advisory_xact_lock(pgbus.dlq_groups_lock_key(') > 0 AND strpos(query, $1) > 0`, store.DLQName(queue)).Scan(&since); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-dropped:
+			t.Fatalf("the drop of %s ended before its deadline: %v", queue, err)
+		default:
+		}
+		if len(since) == 0 {
+			return false
+		}
+		if first.IsZero() {
+			first, firstSeen = since[0], time.Now()
+		}
+		return !since[0].Equal(first)
+	})
+	seen = time.Since(firstSeen)
+	dropCtx.pass()
+	err = <-dropped
+	return seen, time.Since(begun), err
+}
+
+// deadline is a context whose deadline passes when the test says (pass),
+// or when its parent ends: its Err is then context.DeadlineExceeded, as a
+// context.WithTimeout's is once its time passed.
+type deadline struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newDeadline(parent context.Context) *deadline {
+	d := &deadline{Context: parent, done: make(chan struct{})}
+	context.AfterFunc(parent, d.pass)
+	return d
+}
+
+func (d *deadline) pass()                 { d.once.Do(func() { close(d.done) }) }
+func (d *deadline) Done() <-chan struct{} { return d.done }
+
+func (d *deadline) Err() error {
+	select {
+	case <-d.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 // TestDropHoldsNoTableWhileItWaits: a drop whose DLQ another session
@@ -108,15 +178,13 @@ func TestDropGivenUpWhileTablesHeldSaysWho(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder, _ := holdDLQ(t, s, q)
-	dropCtx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-	defer cancel()
-	err := s.DropQueue(dropCtx, q)
+	seen, took, err := dropGivenUp(t, s, q)
 	held, ok := errors.AsType[*store.TablesHeldError](err)
 	if !ok {
 		t.Fatalf("drop given up while its DLQ was held: %v, want a TablesHeldError", err)
 	}
-	if !errors.Is(err, context.DeadlineExceeded) || held.Queue != q || held.Waited < time.Second {
-		t.Errorf("given-up drop: %+v; want queue %s, waited about 1.5s, and the deadline", held, q)
+	if !errors.Is(err, context.DeadlineExceeded) || held.Queue != q || held.Waited < seen || held.Waited > took {
+		t.Errorf("given-up drop: %+v; want queue %s, waited from %s (seen trying) to %s (the call), and the deadline", held, q, seen, took)
 	}
 	want := []string{"q_" + q + "_dlq", "AccessShareLock", "pid " + strconv.Itoa(holder)}
 	for _, w := range want {
@@ -150,12 +218,11 @@ func TestDropGivenUpWhileGroupCountsHeldSaysWho(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM (SELECT pg_advisory_xact_lock(pgbus.dlq_groups_lock_key($1))) l`, store.DLQName(q)).Scan(&holder); err != nil {
 		t.Fatal(err)
 	}
-	dropCtx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	held, ok := errors.AsType[*store.TablesHeldError](s.DropQueue(dropCtx, q))
+	_, _, err = dropGivenUp(t, s, q)
+	held, ok := errors.AsType[*store.TablesHeldError](err)
 	if !ok || !strings.Contains(held.HeldBy, "group counts of "+store.DLQName(q)) || !strings.Contains(held.HeldBy, "pid "+strconv.Itoa(holder)) ||
 		!strings.Contains(held.Terminate, "pg_terminate_backend("+strconv.Itoa(holder)+")") {
-		t.Fatalf("drop given up while the DLQ's group counts were held: %+v; want it to name them and the holder, pid %d", held, holder)
+		t.Fatalf("drop given up while the DLQ's group counts were held: %v; want it to name them and the holder, pid %d", err, holder)
 	}
 }
 
@@ -182,11 +249,10 @@ func TestDropNamesOnlyHoldersOfItsOwnDatabase(t *testing.T) {
 	there := pgtest.OpenStore(t, pgtest.FromTemplate(t, "droplock-twin", build))
 	ours, _ := holdDLQ(t, here, q)
 	theirs, _ := holdDLQ(t, there, q)
-	dropCtx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	held, ok := errors.AsType[*store.TablesHeldError](here.DropQueue(dropCtx, q))
+	_, _, err := dropGivenUp(t, here, q)
+	held, ok := errors.AsType[*store.TablesHeldError](err)
 	if !ok || !strings.Contains(held.HeldBy, "pid "+strconv.Itoa(ours)) {
-		t.Fatalf("drop given up while its DLQ was held: %+v; want it to name the holder of its own database, pid %d", held, ours)
+		t.Fatalf("drop given up while its DLQ was held: %v; want it to name the holder of its own database, pid %d", held, ours)
 	}
 	if strings.Contains(held.HeldBy, "pid "+strconv.Itoa(theirs)) || strings.Contains(held.Terminate, strconv.Itoa(theirs)) {
 		t.Errorf("the drop names pid %d, which holds the same table of another database: %s; %s", theirs, held.HeldBy, held.Terminate)
