@@ -1,9 +1,17 @@
 package store_test
 
 import (
+	"context"
+	"errors"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
 	"github.com/pgbus/pgbus/store"
@@ -54,29 +62,96 @@ func TestOpenPingsAgainWhenTheServerEndedTheSessionForIdleness(t *testing.T) {
 
 // A pooled connection the server ended for sitting idle
 // (idle_session_timeout) fails no call: the statement never ran on it, so
-// it runs on another connection, a write as well as a read.
+// it runs on another connection, a write as well as a read. The server's
+// timeout is a second, so that a busy machine does not stall a new
+// connection that long between its login and its first statement, which
+// the server would end too, as it did one of 40ms; the store's pool pings
+// no connection before it hands it out, so that the one handed out, idle
+// past the timeout, is one the server ended (the store's own pool pings a
+// connection idle 100ms or more, and replaces it when it failed).
 func TestIdleSessionTimeoutFailsNoCall(t *testing.T) {
 	ctx := testContext(t)
-	st, q := limitedStore(t, "idle_session_timeout = '40ms'")
-	for i := range 10 {
-		// Idle past the server's timeout, but not so long that the pool
-		// pings the connection before handing it out (100ms).
-		time.Sleep(80 * time.Millisecond)
+	url := pgtest.NewDatabase(t)
+	q := newQueue(t, pgtest.OpenStore(t, url))
+	pgtest.Exec(t, url, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = ''1s''', current_database()); END $$`)
+	// Over TCP, as in limitedStore.
+	cfg, err := pgxpool.ParseConfig(pgtest.NewFreezingProxy(t, url).URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.ConfigurePool(cfg)
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+	app := uniqueName("idle")
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	ended := &idleEnded{}
+	cfg.ConnConfig.Tracer = ended
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.New(pool)
+	t.Cleanup(st.Close)
+	// idle waits until the server ended the store's sessions, which it
+	// used before, for sitting idle.
+	watch := testStore(t)
+	idle := func(what string) {
+		t.Helper()
+		pgtest.Eventually(t, time.Minute, "the server to end the store's idle sessions before "+what, func() bool {
+			return pgtest.Int(t, watch, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app) == 0
+		})
+	}
+
+	const sends = 3
+	for i := range sends {
+		if i > 0 {
+			idle("send " + strconv.Itoa(i+1))
+		}
 		if _, err := st.Send(ctx, q, msg(`{}`)); err != nil {
-			t.Fatalf("send %d after the server ended the idle connections: %v", i, err)
+			t.Fatalf("send %d after the server ended the idle connections: %v", i+1, err)
 		}
 	}
 	// A read through the store likewise (a test's own query on the pool
 	// would meet the ended connection as any caller without the store's
 	// retry does).
-	time.Sleep(80 * time.Millisecond)
+	idle("the read")
 	stats, err := st.QueueStats(ctx, q, store.QueueStatsOptions{})
 	if err != nil {
 		t.Fatalf("a read after the server ended the idle connections: %v", err)
 	}
-	if len(stats) != 1 || stats[0].Depth != 10 {
-		t.Errorf("the queue's stats: %+v; want 10 messages: each send once", stats)
+	if len(stats) != 1 || stats[0].Depth != sends {
+		t.Errorf("the queue's stats: %+v; want %d messages: each send once", stats, sends)
 	}
+	// Each call after the first met the connection the server ended.
+	if n := ended.n.Load(); n < sends {
+		t.Errorf("%d statements met a connection the server ended for sitting idle; want one for each call after the first, %d", n, sends)
+	}
+}
+
+// idleEnded is a tracer of a pool's connections that counts the
+// statements that met their connection ended by the server for sitting
+// idle (SQLSTATE 57P05).
+type idleEnded struct{ n atomic.Int64 }
+
+func (e *idleEnded) count(err error) {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "57P05" {
+		e.n.Add(1)
+	}
+}
+
+func (e *idleEnded) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (e *idleEnded) TraceQueryEnd(_ context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	e.count(d.Err)
+}
+
+func (e *idleEnded) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	return ctx
+}
+
+func (e *idleEnded) TracePrepareEnd(_ context.Context, _ *pgx.Conn, d pgx.TracePrepareEndData) {
+	e.count(d.Err)
 }
 
 // A listener outlives the server's idle_session_timeout: waiting for
