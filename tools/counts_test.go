@@ -20,7 +20,7 @@ func TestToolWordsCountOneInTheSingular(t *testing.T) {
 	if _, err := e.st.SendBatch(testContext(t), q, []store.NewMessage{{Payload: json.RawMessage(`{"n": 1}`)}}); err != nil {
 		t.Fatal(err)
 	}
-	h := callOK[ops.Health](t, e, "pgbus_health", map[string]any{})
+	h := healthOK(t, e, map[string]any{})
 	var msg string
 	for _, r := range h.Reasons {
 		if r.Code == "no_workers" && r.Queue == q {

@@ -29,7 +29,7 @@ func TestRefusalsNameArguments(t *testing.T) {
 	if err := e.st.AddStats(testContext(t), []store.StatsDelta{{Minute: time.Now().UTC().Truncate(time.Minute), Queue: q, Kind: "k", DeadLettered: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	h := callOK[ops.Health](t, e, "pgbus_health", nil)
+	h := healthOK(t, e, nil)
 	for _, r := range h.Reasons {
 		if r.Code != "dead_letters_growing" || r.Queue != q {
 			continue

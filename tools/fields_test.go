@@ -42,7 +42,7 @@ func TestSummaryCausesAndSafeFields(t *testing.T) {
 		t.Fatalf("show: payload shown %v, safe fields %v; want the payload hidden and partner and plan shown", m.PayloadShown, m.SafeFields)
 	}
 
-	h := callOK[ops.Health](t, e, "pgbus_health", map[string]any{})
+	h := healthOK(t, e, map[string]any{})
 	if h.Payloads.PayloadsAllowed || fmt.Sprint(h.Payloads.SafeFields) != "[partner plan]" {
 		t.Fatalf("health payload policy %+v; want payloads hidden, safe fields partner and plan", h.Payloads)
 	}

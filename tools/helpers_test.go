@@ -126,7 +126,12 @@ func (e *env) call(t testing.TB, name string, args any) *mcp.CallToolResult {
 // into out. It also checks that the text content is the same JSON.
 func callOK[Out any](t testing.TB, e *env, name string, args any) Out {
 	t.Helper()
-	res := e.call(t, name, args)
+	return decodeOK[Out](t, name, args, e.call(t, name, args))
+}
+
+// decodeOK is callOK of res, the result of a call of tool name with args.
+func decodeOK[Out any](t testing.TB, name string, args any, res *mcp.CallToolResult) Out {
+	t.Helper()
 	if res.IsError {
 		t.Fatalf("%s(%v): tool error: %s", name, args, resultText(res))
 	}
@@ -153,14 +158,27 @@ func callOK[Out any](t testing.TB, e *env, name string, args any) Out {
 // reads the tables within its bound (ops.HealthCheckTimeout): on a busy
 // machine a check over many queues may not, and then says only that, as
 // the reason health_check_slow.
+//
+// A test that looks for a reason, a count or the status of a health check
+// calls it so, not with callOK.
 func healthOK(t testing.TB, e *env, args any) ops.Health {
 	t.Helper()
+	h, _ := healthOKText(t, e, args)
+	return h
+}
+
+// healthOKText is healthOK that also returns the text of the call it
+// returns the health of.
+func healthOKText(t testing.TB, e *env, args any) (ops.Health, string) {
+	t.Helper()
 	var h ops.Health
+	var text string
 	pgtest.Eventually(t, 2*time.Minute, "a health check that reads the tables in time", func() bool {
-		h = callOK[ops.Health](t, e, "pgbus_health", args)
+		res := e.call(t, "pgbus_health", args)
+		h, text = decodeOK[ops.Health](t, "pgbus_health", args, res), resultText(res)
 		return !slices.ContainsFunc(h.Reasons, func(r ops.HealthReason) bool { return r.Code == "health_check_slow" })
 	})
-	return h
+	return h, text
 }
 
 // callErr calls a tool that must answer a tool error containing want.

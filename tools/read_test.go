@@ -19,7 +19,7 @@ func TestHealthAndQueueStats(t *testing.T) {
 	q := newQueue(t, e.st)
 	pgtest.DeadLetterN(t, e.st, q, 2, pgtest.DeadSpec{Kind: "email", Class: "SMTPError", Message: "421 try later"})
 
-	h := callOK[ops.Health](t, e, "pgbus_health", map[string]any{})
+	h := healthOK(t, e, map[string]any{})
 	if !slices.Contains([]string{ops.HealthOK, ops.HealthDegraded, ops.HealthStalled}, h.Status) {
 		t.Errorf("health status %q", h.Status)
 	}

@@ -121,7 +121,7 @@ func TestTriageRubyPgbusDatabase(t *testing.T) {
 
 	// The gem's running worker serves its queues: health does not call
 	// them unserved, nor a retry tell to start a worker of pgbus's.
-	h := callOK[ops.Health](t, ro, "pgbus_health", map[string]any{})
+	h := healthOK(t, ro, map[string]any{})
 	for _, r := range h.Reasons {
 		if r.Code == "no_workers" || r.Code == "stale_workers" {
 			t.Errorf("health of the Ruby pgbus database: %s on %q: %s; its running Ruby worker serves its queues", r.Code, r.Queue, r.Message)

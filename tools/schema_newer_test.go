@@ -29,14 +29,14 @@ func TestHealthNoticesASchemaANewerPgbusMigrated(t *testing.T) {
 	var elapsed atomic.Int64
 	e := newEnvOn(t, st, ops.Options{Now: func() time.Time { return start.Add(time.Duration(elapsed.Load())) }})
 
-	h := callOK[ops.Health](t, e, "pgbus_health", nil)
+	h := healthOK(t, e, nil)
 	if h.Status != ops.HealthOK || len(h.Reasons) != 0 {
 		t.Fatalf("health of a database this pgbus migrated: %+v; want OK with no reason", h)
 	}
 
 	pgtest.Exec(t, url, fmt.Sprintf(`INSERT INTO pgbus.schema_migrations (version, name) VALUES (%d, 'of_a_newer_pgbus')`, len(all)+1))
 	elapsed.Store(int64(time.Minute + time.Second))
-	h = callOK[ops.Health](t, e, "pgbus_health", nil)
+	h = healthOK(t, e, nil)
 	want := fmt.Sprintf("a newer pgbus migrated this database to schema version %d; this pgbus has versions up to %d", len(all)+1, len(all))
 	if h.Status != ops.HealthOK || len(h.Reasons) != 1 {
 		t.Fatalf("health after a newer pgbus migrated: %+v; want OK with one reason", h)
@@ -48,7 +48,7 @@ func TestHealthNoticesASchemaANewerPgbusMigrated(t *testing.T) {
 
 	// A server started after the migration says so at its first call.
 	fresh := newEnvOn(t, st, ops.Options{})
-	if h := callOK[ops.Health](t, fresh, "pgbus_health", nil); len(h.Reasons) != 1 || h.Reasons[0].Code != "schema_newer" {
+	if h := healthOK(t, fresh, nil); len(h.Reasons) != 1 || h.Reasons[0].Code != "schema_newer" {
 		t.Fatalf("health of a new server on a newer schema: %+v; want the schema_newer reason", h)
 	}
 }

@@ -78,7 +78,7 @@ func TestAgentSession(t *testing.T) {
 
 	// The agent, with tool calls only.
 	e := newEnvOn(t, st, ops.Options{})
-	health := callOK[ops.Health](t, e, "pgbus_health", nil)
+	health := healthOK(t, e, nil)
 	if counted(health.DeadMessages) < transient+bad+unknown {
 		t.Errorf("health: %+v", health)
 	}

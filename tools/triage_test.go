@@ -157,7 +157,7 @@ func TestAgentTriageTwoQueues(t *testing.T) {
 
 	// The agent's first two calls.
 	e := newEnvOn(t, st, ops.Options{SafeFields: []string{"partner", "file.type"}})
-	health := callOK[ops.Health](t, e, "pgbus_health", nil)
+	health := healthOK(t, e, nil)
 	if health.Status != ops.HealthDegraded || counted(health.DeadMessages) != int64(dead[payments]+dead[images]) || counted(health.Workers) != 2 {
 		t.Errorf("health: %+v", health)
 	}

@@ -280,7 +280,7 @@ func TestPauseResume(t *testing.T) {
 		t.Error("stats do not show the queue paused")
 	}
 	// Health reports the paused queue, with the tool that resumes it.
-	health := callOK[ops.Health](t, e, "pgbus_health", nil)
+	health := healthOK(t, e, nil)
 	i := slices.IndexFunc(health.Reasons, func(r ops.HealthReason) bool { return r.Queue == q && r.Code == "queue_paused" })
 	if i < 0 {
 		t.Errorf("health does not report %s paused: %+v", q, health.Reasons)
