@@ -8,6 +8,10 @@
 // locks, SET, named prepared statements on PgBouncer before 1.21) does not
 // carry from one transaction to the next.
 //
+// A pgbouncer that crashes (PgBouncer 1.18 does on a cancel request whose
+// client closed its connection early) is started again on its port, and
+// the test's log, and its failure's message, say so (Bouncer.Crashes).
+//
 // The tests fail, never skip, when the pgbouncer binary is missing: install
 // the pgbouncer package (Debian and Ubuntu: apt-get install pgbouncer).
 package bouncertest
@@ -24,8 +28,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +40,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgbus/pgbus/internal/pgtest"
+	"github.com/pgbus/pgbus/internal/plural"
 )
 
 // SafeExecMode is the connection parameter that makes pgx use no named
@@ -43,22 +50,51 @@ import (
 const SafeExecMode = "default_query_exec_mode=cache_describe"
 
 // Bouncer is a running pgbouncer process.
+//
+// A pgbouncer that exits on its own, as PgBouncer 1.18 does on a cancel
+// request whose client closed its connection before PgBouncer was done
+// with it ("FATAL ... disconnect_client(): bad client state"), is started
+// again at once on the same port, and the test is told so: in its log at
+// once, and again with pgbouncer's last words when it fails (Crashes).
 type Bouncer struct {
 	// Version is what pgbouncer --version said, e.g. "1.18.0".
 	Version string
 	port    int
 	dbName  string
-	cmd     *exec.Cmd
 	log     *pgtest.SyncBuffer
-	// exited is closed once pgbouncer exited.
-	exited chan struct{}
 	// bin and args run pgbouncer again (Restart).
 	bin  string
 	args []string
+	tb   testing.TB
+
+	mu sync.Mutex
+	// proc is the pgbouncer process started last.
+	proc *proc
+	// restarted is closed once a restart after a crash is done, nil
+	// while none is under way.
+	restarted chan struct{}
+	// ending is set once the test ends: a crash then is not restarted.
+	ending bool
+	// crashes says, for each time pgbouncer exited on its own, when and
+	// how, with its last lines.
+	crashes []string
 	// ca signs the client certificates of a bouncer that wants them, and
 	// client is the one URL names; ca is nil for one that does not.
 	ca     *certAuthority
 	client Cert
+}
+
+// proc is one pgbouncer process.
+type proc struct {
+	cmd *exec.Cmd
+	// exited is closed once it exited.
+	exited chan struct{}
+	// stopping is set before the harness stops or kills it: its exit is
+	// no crash.
+	stopping bool
+	// up is set once it listened: an exit before is its start failing,
+	// which the start reports, no crash.
+	up bool
 }
 
 // Restart kills pgbouncer (SIGKILL), as a crash does, and starts it again
@@ -74,32 +110,125 @@ func (b *Bouncer) Restart(tb testing.TB) {
 // supervisor does after a while: until then, connecting to it is refused.
 func (b *Bouncer) StartAgain(tb testing.TB) {
 	tb.Helper()
-	cmd := exec.Command(b.bin, b.args...)
-	cmd.Stdout, cmd.Stderr = b.log, b.log
-	cmd.SysProcAttr = ownGroup()
-	if err := cmd.Start(); err != nil {
+	p, err := b.launch()
+	if err != nil {
 		tb.Fatalf("bouncertest: start pgbouncer again: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	b.cmd, b.exited = cmd, exited
-	if err := b.waitListening(15 * time.Second); err != nil {
+	if err := b.waitListening(p, 15*time.Second); err != nil {
 		tb.Fatalf("bouncertest: start pgbouncer again: %v", err)
 	}
 }
 
-// waitListening waits until pgbouncer listens on its port.
-func (b *Bouncer) waitListening(within time.Duration) error {
+// launch starts pgbouncer with b's arguments, as b's process from now
+// on, and watches it for a crash.
+func (b *Bouncer) launch() (*proc, error) {
+	cmd := exec.Command(b.bin, b.args...)
+	cmd.Stdout, cmd.Stderr = b.log, b.log
+	cmd.SysProcAttr = ownGroup() // a Ctrl-C goes to the test, which stops it
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", b.bin, err)
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	b.mu.Lock()
+	b.proc = p
+	b.mu.Unlock()
+	go b.watch(p)
+	return p, nil
+}
+
+// watch starts pgbouncer again when p exits on its own (a crash), unless
+// the harness stopped it or the test ends.
+func (b *Bouncer) watch(p *proc) {
+	<-p.exited
+	b.mu.Lock()
+	if !p.up || p.stopping || b.ending || b.proc != p {
+		b.mu.Unlock()
+		return
+	}
+	crash := fmt.Sprintf("PgBouncer %s exited at %s (%v), not stopped by the harness: a crash, such as PgBouncer 1.18's on a cancel request whose client closed its connection early (\"disconnect_client(): bad client state\"); its last lines:\n%s",
+		b.Version, time.Now().Format("15:04:05.000"), p.cmd.ProcessState, lastLines(b.log.String(), 10))
+	b.crashes = append(b.crashes, crash)
+	done := make(chan struct{})
+	b.restarted = done
+	b.tb.Logf("bouncertest: %s\nbouncertest: starting it again on port %d; connections through it broke", crash, b.port)
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.restarted = nil
+		b.mu.Unlock()
+		close(done)
+	}()
+	again, err := b.launch()
+	if err == nil {
+		err = b.waitListening(again, 15*time.Second)
+	}
+	if err != nil {
+		b.mu.Lock()
+		b.crashes = append(b.crashes, fmt.Sprintf("starting it again after the crash failed: %v", err))
+		b.mu.Unlock()
+	}
+}
+
+// Crashes says, for each time pgbouncer exited on its own since it was
+// started (a crash, which the harness started it again after), when and
+// how, with pgbouncer's last lines; none when it did not.
+func (b *Bouncer) Crashes() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.crashes)
+}
+
+// CrashWords says that pgbouncer crashed, and how, when it did (Crashes),
+// for the message of a test's failure through it: "" when it did not.
+func (b *Bouncer) CrashWords() string {
+	crashes := b.Crashes()
+	if len(crashes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nbouncertest: PgBouncer itself crashed %s during the test, and was started again after each: a failure then is the crash's, not pgbus's:\n%s",
+		plural.Count(len(crashes), "time", "times"), strings.Join(crashes, "\n"))
+}
+
+// AwaitUp returns once pgbouncer listens on its port, waiting for a
+// restart after a crash to be done, or fails the test within 30s.
+func (b *Bouncer) AwaitUp(tb testing.TB) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b.mu.Lock()
+		restarted := b.restarted
+		b.mu.Unlock()
+		if restarted != nil {
+			<-restarted
+		}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)), time.Second)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("bouncertest: pgbouncer does not listen on port %d: %v%s", b.port, err, b.CrashWords())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitListening waits until pgbouncer, started as p, listens on its port.
+func (b *Bouncer) waitListening(p *proc, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		select {
-		case <-b.exited:
+		case <-p.exited:
 			return fmt.Errorf("pgbouncer exited at start: %s", lastLines(b.log.String(), 10))
 		default:
 		}
 		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)), time.Second)
 		if err == nil {
 			_ = c.Close()
+			b.mu.Lock()
+			p.up = true
+			b.mu.Unlock()
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -109,14 +238,36 @@ func (b *Bouncer) waitListening(within time.Duration) error {
 	}
 }
 
-// stop stops pgbouncer (SIGTERM, then SIGKILL after 10s).
+// current returns pgbouncer's process, once a restart after a crash under
+// way is done, marked as stopping by the harness: its exit is no crash.
+func (b *Bouncer) current() *proc {
+	for {
+		b.mu.Lock()
+		restarted := b.restarted
+		if restarted == nil {
+			p := b.proc
+			p.stopping = true
+			b.mu.Unlock()
+			return p
+		}
+		b.mu.Unlock()
+		<-restarted
+	}
+}
+
+// stop stops pgbouncer (SIGTERM, then SIGKILL after 10s) at the end of
+// the test: a crash after is not restarted.
 func (b *Bouncer) stop() {
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	b.mu.Lock()
+	b.ending = true
+	b.mu.Unlock()
+	p := b.current()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-b.exited:
+	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-b.exited
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	}
 }
 
@@ -124,10 +275,11 @@ func (b *Bouncer) stop() {
 // does, and waits for it to exit: the connections through it break.
 func (b *Bouncer) Kill(tb testing.TB) {
 	tb.Helper()
-	if err := b.cmd.Process.Kill(); err != nil {
+	p := b.current()
+	if err := p.cmd.Process.Kill(); err != nil {
 		tb.Fatalf("bouncertest: kill pgbouncer: %v", err)
 	}
-	<-b.exited
+	<-p.exited
 }
 
 // URL returns a connection string for the database through the bouncer,
@@ -356,9 +508,8 @@ func StartWith(tb testing.TB, dbURL string, opts Options) *Bouncer {
 	}
 	var lastErr error
 	for range 3 { // a free port may be taken by someone else before pgbouncer binds it
-		b, err := start(tb, bin, cfg, major, minor, opts)
+		b, err := start(tb, bin, ver, cfg, major, minor, opts)
 		if err == nil {
-			b.Version = ver
 			tb.Logf("bouncertest: PgBouncer %s in %s mode on 127.0.0.1:%d", ver, opts.PoolMode, b.port)
 			return b
 		}
@@ -368,7 +519,7 @@ func StartWith(tb testing.TB, dbURL string, opts Options) *Bouncer {
 	return nil
 }
 
-func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts Options) (*Bouncer, error) {
+func start(tb testing.TB, bin, ver string, cfg *pgconn.Config, major, minor int, opts Options) (*Bouncer, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -423,17 +574,12 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts
 		}
 		args = []string{"-u", name, iniPath}
 	}
-	log := &pgtest.SyncBuffer{}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = ownGroup() // a Ctrl-C goes to the test, which stops it
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
+	b := &Bouncer{Version: ver, port: port, dbName: cfg.Database, log: &pgtest.SyncBuffer{}, bin: bin, args: args, tb: tb, ca: ca, client: client}
+	p, err := b.launch()
+	if err != nil {
+		return nil, err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	b := &Bouncer{port: port, dbName: cfg.Database, cmd: cmd, log: log, exited: exited, bin: bin, args: args, ca: ca, client: client}
-	if err := b.waitListening(15 * time.Second); err != nil {
+	if err := b.waitListening(p, 15*time.Second); err != nil {
 		b.stop()
 		return nil, err
 	}
@@ -444,7 +590,7 @@ func start(tb testing.TB, bin string, cfg *pgconn.Config, major, minor int, opts
 	tb.Cleanup(func() {
 		b.stop()
 		if tb.Failed() {
-			tb.Logf("pgbouncer's log:\n%s", lastLines(log.String(), 40))
+			tb.Logf("pgbouncer's log:\n%s%s", lastLines(b.log.String(), 40), b.CrashWords())
 		}
 	})
 	return b, nil
