@@ -191,7 +191,7 @@ func (s *server) circuitOpen(w http.ResponseWriter, r *http.Request, v *view) {
 	done := done{Heading: "Circuit breaker " + res.Name + " opened", Lines: []string{
 		fmt.Sprintf("It was %s, and is open until %s (%s): the jobs whose handlers use it wait, no attempt used, while the queues' other jobs run. Then the next job probes the downstream.",
 			res.Was, res.OpenUntil.UTC().Format("2006-01-02 15:04:05 UTC"), v.ago(res.OpenUntil)),
-		"Reset it from the circuits page to end this early: the jobs it held run at once."},
+		"Reset it from the circuits page to end this early: the jobs it held are released."},
 		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
 	if o := res.Replaced; o != nil {
 		done.Lines = append(done.Lines, "This replaces the opening by hand "+handOpening(*o)+".")
@@ -209,7 +209,11 @@ func (s *server) circuitReset(w http.ResponseWriter, r *http.Request, v *view) {
 	}
 	d := done{Heading: "Circuit breaker " + res.Name + " reset", Lines: []string{fmt.Sprintf("It was %s with %s in a row, and is %s now: calls go through again. If the downstream still fails, it opens again after its threshold.", res.Was, plural.Count(res.FailuresBefore, "failure", "failures"), res.State)},
 		Links: []link{{"/circuits", "Back to the circuit breakers"}}}
-	if res.Released > 0 {
+	switch {
+	case res.Released > ops.ReleaseAtOnce:
+		d.Lines = append(d.Lines, fmt.Sprintf("%s it held while open are released now, in the order held: the first %d at once, the rest spread over its cool-off (%s at most), so as not to meet the downstream with them all at once.",
+			plural.Count(res.Released, "job", "jobs"), ops.ReleaseAtOnce, ops.FormatAge(ops.MaxReleaseWindow)))
+	case res.Released > 0:
 		d.Lines = append(d.Lines, fmt.Sprintf("%s it held while open %s visible now, to run at once.", plural.Count(res.Released, "job", "jobs"), plural.Of(res.Released, "is", "are")))
 	}
 	if o := res.WasOpenedByHand; o != nil {

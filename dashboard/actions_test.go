@@ -110,6 +110,19 @@ func TestActionsWithoutToken(t *testing.T) {
 	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK || !strings.Contains(page, breaker+" was already closed") {
 		t.Fatalf("second reset: %d\n%s", code, page)
 	}
+	// More jobs held than run at once: the reset says the rest are
+	// spread over the cool-off.
+	if _, err := st.BreakerFailure(ctx, breaker, "503 from the bank"); err != nil {
+		t.Fatal(err)
+	}
+	many := pgtest.NewQueue(t, st, "dash_many")
+	for range ops.ReleaseAtOnce + 5 {
+		pgtest.Held(t, st, many, breaker)
+	}
+	if code, page, _ := b.post("/circuits/reset", url.Values{"csrf": {token}, "name": {breaker}}, nil); code != http.StatusOK ||
+		!strings.Contains(page, fmt.Sprintf("%d jobs it held while open are released now, in the order held: the first %d at once, the rest spread over its cool-off (5m at most)", ops.ReleaseAtOnce+5, ops.ReleaseAtOnce)) {
+		t.Fatalf("reset of a breaker holding %d jobs: %d\n%s", ops.ReleaseAtOnce+5, code, page)
+	}
 	cs, err := svc.Circuits(ctx, ops.CircuitsRequest{Name: breaker})
 	if err != nil || len(cs.Circuits) != 1 || cs.Circuits[0].State != store.BreakerClosed {
 		t.Fatalf("the breaker after its reset: %+v, %v; want it closed", cs, err)
@@ -165,7 +178,7 @@ func TestActionsWithoutToken(t *testing.T) {
 	for _, e := range audit.Items {
 		got = append([]string{e.Op}, got...)
 	}
-	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset circuit_reset circuit_open circuit_reset"
+	want := "dlq_discard dlq_discard dlq_retry queue_pause queue_resume queue_pause circuit_reset circuit_reset circuit_reset circuit_open circuit_reset"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("the dashboard's audit entries, oldest first: %v, want %s", got, want)
 	}

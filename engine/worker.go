@@ -745,14 +745,15 @@ func (w *queueWorker) runDelivery(d delivery) (res result) {
 	if breaker != nil {
 		var wait time.Duration
 		var open bool
-		if wait, open, probe = w.breakerOpen(breaker.Name, w.handlerTimeout(d.h)); open {
+		var heldFrom time.Time
+		if wait, open, probe, heldFrom = w.breakerOpen(breaker.Name, w.handlerTimeout(d.h)); open {
 			res.action, res.delay, res.heldBy, res.heldFor = actionSnooze, wait, breaker.Name, probe
 			return res
 		}
 		// The probe's end, whatever it was, moves the jobs held while it
 		// ran, which wait until it is taken for lost.
 		if !probe.IsZero() {
-			defer w.wakeProbeHolds(breaker.Name, probe)
+			defer w.wakeProbeHolds(breaker.Name, probe, heldFrom)
 		}
 	}
 	a = w.runHandler(ctx, d.h, job)
@@ -870,14 +871,16 @@ const breakerCallTimeout = 10 * time.Second
 // not, it returns how long to snooze. A probe that is not zero says, when
 // the job may run, that it is a half-open breaker's one trial call, and
 // is when that call is taken for lost; when it may not, that it waits out
-// that call. A breaker that cannot be asked lets the job run: an outage of
-// the breaker table must not stop all work.
+// that call; heldFrom is, for a probe, the end of the open period it
+// follows (store.BreakerVerdict.HeldFrom). A breaker that cannot be asked
+// lets the job run: an outage of the breaker table must not stop all
+// work.
 //
 // The probe is taken for lost only once its handler, given timeout, could
 // no longer be running (its grace included) nor recording its outcome: the
 // heartbeat keeps a job running past the visibility timeout, and a probe
 // taken for lost sooner let more probes run beside it.
-func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time.Duration, open bool, probe time.Time) {
+func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time.Duration, open bool, probe, heldFrom time.Time) {
 	ctx, cancel := context.WithTimeout(w.jobBase, breakerCallTimeout)
 	defer cancel()
 	probeTimeout := addCapped(addCapped(timeout, w.c.cfg.HandlerGrace), breakerCallTimeout)
@@ -893,15 +896,15 @@ func (w *queueWorker) breakerOpen(name string, timeout time.Duration) (wait time
 		if !w.c.quiet(err) {
 			w.c.log.Warn("pgbus: circuit breaker unavailable; running the job", "breaker", name, "err", err)
 		}
-		return 0, false, time.Time{}
+		return 0, false, time.Time{}, time.Time{}
 	}
 	if v.Probe {
 		w.c.observers.breakerChanged(name, store.BreakerOpen, store.BreakerHalfOpen)
 	}
 	if v.Allowed {
-		return 0, false, v.ProbeUntil
+		return 0, false, v.ProbeUntil, v.HeldFrom
 	}
-	return v.RetryIn, true, v.ProbeUntil
+	return v.RetryIn, true, v.ProbeUntil, time.Time{}
 }
 
 // wakeProbeHoldsTimeout bounds the wake of the jobs a breaker held while
@@ -914,21 +917,23 @@ const (
 )
 
 // wakeProbeHolds moves, once the probe probeUntil of breaker name ended
-// (recorded or given back), the jobs the breaker held while it ran to when
-// the breaker now lets them go on: at once when it closed or was given
-// back, at the end of its new open period when the probe failed. Held jobs
+// (recorded or given back), the jobs the breaker held while it ran, and
+// those held until heldFrom that no worker read yet, to when the breaker
+// now lets them go on: released over its release window when it closed
+// (store.WakeProbeHolds), at once when it was given back, at the end of
+// its new open period when the probe failed. Held jobs
 // wait out a probe rather than being read again every second of it, and
 // are run by this rather than when the probe is taken for lost, which may
 // be the handler's whole timeout later. A stop has cancelled jobBase by
 // then, so the wake outlives it, for a shorter time.
-func (w *queueWorker) wakeProbeHolds(name string, probeUntil time.Time) {
+func (w *queueWorker) wakeProbeHolds(name string, probeUntil, heldFrom time.Time) {
 	bound := wakeProbeHoldsTimeout
 	if w.jobBase.Err() != nil {
 		bound = wakeProbeHoldsStopping
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(w.jobBase), bound)
 	defer cancel()
-	n, err := w.c.store.WakeProbeHolds(ctx, name, probeUntil)
+	n, err := w.c.store.WakeProbeHolds(ctx, name, probeUntil, heldFrom)
 	if err != nil {
 		if !w.c.quiet(err) {
 			w.c.log.Warn("pgbus: could not wake the jobs a circuit breaker held while its probe ran; they wait until the probe would have been taken for lost, or run them now with a reset of the breaker",

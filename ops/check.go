@@ -23,6 +23,12 @@ const (
 	MaxDelay = store.MaxDelay
 	// MaxKindBytes is the longest kind a send may give.
 	MaxKindBytes = engine.MaxKindBytes
+	// ReleaseAtOnce is how many of the jobs a circuit breaker held run at
+	// once when it closes (CircuitReset.Released); the rest are spread
+	// over its cool-off.
+	ReleaseAtOnce = store.ReleaseAtOnce
+	// MaxReleaseWindow is the longest those rest are spread over.
+	MaxReleaseWindow = store.MaxReleaseWindow
 )
 
 // States of a circuit breaker (BreakerState.State).

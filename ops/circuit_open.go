@@ -72,7 +72,7 @@ type CircuitOpen struct {
 // attempt used) instead of failing toward its DLQ, while the other jobs
 // of the same queues run. When the time is up the next job probes the
 // downstream, as after a cool-off; CircuitReset, told to end the opening
-// by hand, ends it early and runs the held jobs at once.
+// by hand, ends it early and releases the held jobs.
 func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out CircuitOpen, err error) {
 	args := func() any {
 		args := map[string]any{"name": req.Name, "for": FormatAge(req.For)}
@@ -102,7 +102,7 @@ func (s *Service) CircuitOpen(ctx context.Context, req CircuitOpenRequest) (out 
 	return CircuitOpen{Name: req.Name, State: store.BreakerOpen, Was: was.State, OpenUntil: until,
 		OpenedByHand: *handOpening(by, req.Reason), Replaced: handOpening(was.OpenedBy, was.OpenReason), Next: []Hint{
 			hint(OpCircuits, "counts the jobs it holds (held)"),
-			CircuitResetRequest{Name: req.Name, EndOpeningByHand: true}.Hint("once the downstream is back, closes it early and runs the jobs it holds at once"),
+			CircuitResetRequest{Name: req.Name, EndOpeningByHand: true}.Hint("once the downstream is back, closes it early and releases the jobs it holds"),
 		}}, nil
 }
 

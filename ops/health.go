@@ -88,7 +88,7 @@ type HealthReason struct {
 	// RateLimited, for circuit_open, says the breaker's last failure was
 	// its downstream limiting its rate or concurrency, and which setting
 	// bounds the requests in flight.
-	RateLimited *RateLimited `json:"rate_limited,omitempty" jsonschema_description:"For circuit_open: the breaker's last failure was the downstream limiting its rate or concurrency (429, or 503 with a Retry-After); the held jobs all run at once when it closes and open it again, until the setting named bounds the requests in flight."`
+	RateLimited *RateLimited `json:"rate_limited,omitempty" jsonschema_description:"For circuit_open: the breaker's last failure was the downstream limiting its rate or concurrency (429, or 503 with a Retry-After); the jobs it held, released when it closes, open it again while more run at once than the downstream takes, until the setting named bounds the requests in flight."`
 	// subject is what else the reason is about, when its code and queue
 	// do not tell it apart: the breaker of circuit_open, since several
 	// breakers can hold up one queue.
@@ -963,7 +963,7 @@ func checkBreaker(h *Health, b store.BreakerState, held int64, now time.Time, se
 	}
 	slow := ""
 	if limited != nil {
-		slow = fmt.Sprintf("; the downstream limits its rate or concurrency (its last answer a %d asking to slow down): once the breaker closes, every job it held runs at once and opens it again, so the jobs crawl through; bound the requests in flight with %s, in %s",
+		slow = fmt.Sprintf("; the downstream limits its rate or concurrency (its last answer a %d asking to slow down): once the breaker closes, the jobs it held are released over its cool-off, but while more run at once than the downstream takes they open it again, so the jobs crawl through; bound the requests in flight with %s, in %s",
 			limited.Status, limited.Setting, limited.Where)
 	}
 	h.add(HealthDegraded, "circuit_open", queue, fmt.Sprintf("circuit breaker %q is %s%s%s: the jobs of %s that use it are held%s, not failed, %s%s",
@@ -1442,9 +1442,10 @@ type CircuitReset struct {
 	Was            string `json:"was" jsonschema_description:"The breaker's state before the reset: closed, open or half_open."`
 	FailuresBefore int    `json:"failures_before" jsonschema_description:"The failures in a row it had counted before the reset."`
 	// Released counts the jobs the breaker had snoozed while open that
-	// the reset made visible, to run at once rather than at the end of
-	// their snooze.
-	Released int64 `json:"released" jsonschema_description:"Jobs the breaker had snoozed while open, made visible now: they run at once."`
+	// the reset released, to run now rather than at the end of their
+	// snooze: the first store.ReleaseAtOnce at once, the rest spread over
+	// the breaker's cool-off (store.RunHeldNow).
+	Released int64 `json:"released" jsonschema_description:"Jobs the breaker had snoozed while open, released now in the order they were held: the first 50 at once, the rest spread over its cool-off (or the wait the downstream's last Retry-After asked for), 5 minutes at most, so that a downstream limiting its rate or concurrency is not met with them all at once."`
 	// WasOpenedByHand is the opening by hand the reset ended.
 	WasOpenedByHand *HandOpening `json:"was_opened_by_hand,omitempty" jsonschema_description:"The opening by hand (a maintenance window) that the reset ended."`
 	Changed         bool         `json:"changed" jsonschema_description:"False when the reset changed nothing: the breaker was closed with no failure counted and held no job."`
@@ -1452,8 +1453,9 @@ type CircuitReset struct {
 }
 
 // CircuitReset closes a circuit breaker by hand and clears its failure
-// count, for when its downstream is known to be back, and makes the jobs
-// it snoozed while open visible now: without that they would wait out
+// count, for when its downstream is known to be back, and releases the
+// jobs it snoozed while open now (store.RunHeldNow: the first few at once,
+// the rest spread over its cool-off): without that they would wait out
 // their snooze, up to the breaker's whole cool-off, after the reset.
 func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (out CircuitReset, err error) {
 	args := func() any {
@@ -1486,7 +1488,7 @@ func (s *Service) CircuitReset(ctx context.Context, req CircuitResetRequest) (ou
 	stepDone(ctx) // the breaker closed stays closed
 	released, err := s.store.RunHeldNow(ctx, req.Name, was.HeldUntil)
 	if err != nil {
-		return CircuitReset{}, fmt.Errorf("circuit breaker %q is closed, but of the jobs it held while open only %d were made visible now: the others run at the end of their snooze, or call again to run them now: %w",
+		return CircuitReset{}, fmt.Errorf("circuit breaker %q is closed, but of the jobs it held while open only %d were released: the others run at the end of their snooze, or call again to release them now: %w",
 			clip(req.Name, 80), released, err)
 	}
 	out = CircuitReset{Name: req.Name, State: store.BreakerClosed, Was: was.State, FailuresBefore: was.ConsecutiveFailures, Released: released,

@@ -329,7 +329,7 @@ type LiveMessage struct {
 	MsgID              int64           `json:"msg_id"`
 	Kind               string          `json:"kind,omitempty"`
 	State              string          `json:"state" jsonschema:"enum=waiting,enum=in_flight,enum=retrying,enum=scheduled"`
-	HeldBy             string          `json:"held_by,omitempty" jsonschema_description:"The circuit breaker that snoozed the job while open (state scheduled, no attempt used); resetting the breaker runs it at once."`
+	HeldBy             string          `json:"held_by,omitempty" jsonschema_description:"The circuit breaker that snoozed the job while open (state scheduled, no attempt used); resetting the breaker releases it now."`
 	ReadCount          int             `json:"read_ct" jsonschema_description:"Attempts so far."`
 	EnqueuedAt         time.Time       `json:"enqueued_at"`
 	VisibleAt          time.Time       `json:"visible_at" jsonschema_description:"When the message is (or was) next ready to run."`
@@ -511,7 +511,7 @@ func (s *Service) heldNext(ctx context.Context, breaker string) Hint {
 				breaker, o.By, bs[0].OpenUntil.UTC().Format(time.RFC3339)), "name", breaker)
 		}
 	}
-	return CircuitResetRequest{Name: breaker}.Hint("once its downstream is back, closes the breaker that holds these jobs and runs them at once")
+	return CircuitResetRequest{Name: breaker}.Hint("once its downstream is back, closes the breaker that holds these jobs and releases them")
 }
 
 // droppedQueue is the error that a queue has no live messages because it

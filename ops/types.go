@@ -90,8 +90,8 @@ type BreakerState struct {
 	LastSuccessAt         *time.Time    `json:"last_success_at,omitempty" jsonschema_description:"The last successful call through the breaker, to within a second; absent when none was recorded."`
 	LastFailureAt         *time.Time    `json:"last_failure_at,omitempty" jsonschema_description:"The last failed call counted by the breaker; absent when none was recorded."`
 	OpenedByHand          *HandOpening  `json:"opened_by_hand,omitempty" jsonschema_description:"Set while an opening by hand (pgbus_circuit_open) lasts: a person's maintenance window, so reset it only when asked."`
-	RateLimited           *RateLimited  `json:"rate_limited,omitempty" jsonschema_description:"Set while the breaker is not closed and its last failure was the downstream limiting its rate or concurrency (429, or 503 with a Retry-After): the setting that bounds the requests in flight, which keeps the breaker from opening again each time its held jobs run at once."`
-	Held                  int64         `json:"held" jsonschema_description:"Jobs the breaker holds: snoozed while it was open, they wait in its users' queues; a reset runs them at once."`
+	RateLimited           *RateLimited  `json:"rate_limited,omitempty" jsonschema_description:"Set while the breaker is not closed and its last failure was the downstream limiting its rate or concurrency (429, or 503 with a Retry-After): the setting that bounds the requests in flight, which keeps the breaker from opening again each time it closes and releases the jobs it held."`
+	Held                  int64         `json:"held" jsonschema_description:"Jobs the breaker holds: snoozed while it was open, they wait in its users' queues; a reset releases them now. A breaker that closed may still hold some: those it releases over its cool-off."`
 	Users                 []BreakerUser `json:"users" jsonschema_description:"The queues and kinds whose handlers use the breaker, as worker processes registered them; for an agent at most 20, the latest seen."`
 	UsersOmitted          int           `json:"users_omitted,omitempty" jsonschema_description:"Users left out of users, seen longest ago."`
 	UpdatedAt             time.Time     `json:"updated_at"`
@@ -142,10 +142,11 @@ func breakerState(b store.BreakerState, now time.Time) BreakerState {
 // RateLimited is a breaker whose last failure was its downstream limiting
 // its rate or concurrency: a 429 Too Many Requests, or a 429 or 503 with a
 // Retry-After asking it to slow down. Such a breaker cycles: once a probe
-// succeeds, every job it held runs at once, and the downstream refuses
-// them again within seconds. Bounding the requests in flight (Setting,
-// set where Where says) lets the jobs through at the pace the downstream
-// takes.
+// succeeds, the jobs it held are released over its cool-off (or that
+// Retry-After's wait), but while more run at once than the downstream
+// takes it refuses them again within seconds. Bounding the requests in
+// flight (Setting, set where Where says) lets the jobs through at the pace
+// the downstream takes.
 type RateLimited struct {
 	Status            int     `json:"status" jsonschema_description:"The HTTP status of the last failure: 429 or 503."`
 	RetryAfterSeconds float64 `json:"retry_after_seconds,omitempty" jsonschema_description:"The wait its Retry-After asked for; absent when it gave none."`

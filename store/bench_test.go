@@ -422,7 +422,53 @@ func BenchmarkWakeProbeHolds(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		if n, err := s.WakeProbeHolds(ctx, breaker, probe); err != nil || n != 10000 {
+		if n, err := s.WakeProbeHolds(ctx, breaker, probe, time.Time{}); err != nil || n != 10000 {
+			b.Fatalf("WakeProbeHolds = %d, %v; want 10000", n, err)
+		}
+	}
+}
+
+// BenchmarkReleaseHeld is the end of a probe that closed its breaker
+// (store.WakeProbeHolds) in a queue of 1,000,000 messages delayed a day
+// and 10,000 jobs held: 5,000 while the probe ran, 5,000 until the open
+// period's end, visible since and not read yet. Each is released once,
+// read through the vt index: counted, then spread in batches.
+func BenchmarkReleaseHeld(b *testing.B) {
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	q := newQueue(b, s)
+	const breaker = "http:bench"
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: 5 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, breaker, []store.BreakerUser{{Queue: q}}); err != nil {
+		b.Fatal(err)
+	}
+	var probe, from time.Time
+	if err := s.Pool().QueryRow(ctx, `SELECT now() + interval '10 minutes', now() - interval '1 second'`).Scan(&probe, &from); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+q+`" (vt, message, headers)
+		SELECT now() + interval '1 day', '{}', '{}' FROM generate_series(1, 1000000)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO pgmq."q_`+q+`" (read_ct, vt, message, headers)
+		SELECT 1, CASE WHEN i % 2 = 0 THEN $3::timestamptz ELSE $4::timestamptz END, '{}', jsonb_build_object($1::text, jsonb_build_object('breaker', $2::text, 'read_ct', 1))
+		FROM generate_series(1, 10000) AS i`, store.HeaderBreakerHold, breaker, probe, from); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `ANALYZE pgmq."q_`+q+`"`); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := s.Pool().Exec(ctx, `UPDATE pgmq."q_`+q+`" SET vt = CASE WHEN msg_id % 2 = 0 THEN $1::timestamptz ELSE $2::timestamptz END,
+			headers = jsonb_build_object($3::text, jsonb_build_object('breaker', $4::text, 'read_ct', 1)) WHERE read_ct = 1`,
+			probe, from, store.HeaderBreakerHold, breaker); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if n, err := s.WakeProbeHolds(ctx, breaker, probe, from); err != nil || n != 10000 {
 			b.Fatalf("WakeProbeHolds = %d, %v; want 10000", n, err)
 		}
 	}

@@ -47,18 +47,20 @@ func dropBreakerHoldSQL(alias string) string {
 		ELSE ` + h + ` - '` + HeaderBreakerHold + `' END`
 }
 
-// RunHeldNow makes visible now the messages that the circuit breaker
-// named held back while it was open and that still wait out that snooze,
-// in every queue its users name (every level of a queue with priority
-// levels), as after a reset of the breaker: they run at once rather than
-// at the end of their snooze, which may be the breaker's whole cool-off.
-// So does it in the other queues where it holds messages until heldUntil,
-// the latest its holds wait until as it was (BreakerWas.HeldUntil: the end
-// of its open period or of its probe; nil for none), or sooner: a process
-// that stopped for good during a rolling restart that turned the breaker
-// off left them held where no user names it any more. A queue dropped
-// since is passed over. It returns how many it made visible; on an error,
-// how many it made visible before it, which stay so.
+// RunHeldNow releases the messages that the circuit breaker named held
+// back while it was open and that still wait out that snooze, in every
+// queue its users name (every level of a queue with priority levels), as
+// after a reset of the breaker: they run now rather than at the end of
+// their snooze, which may be the breaker's whole cool-off, the first
+// ReleaseAtOnce at once and the rest spread over the breaker's release
+// window (releaseHeld), so that a downstream that limits its rate or
+// concurrency does not open it again. So does it in the other queues
+// where it holds messages until heldUntil, the latest its holds wait
+// until as it was (BreakerWas.HeldUntil: the end of its open period or of
+// its probe; nil for none), or sooner: a process that stopped for good
+// during a rolling restart that turned the breaker off left them held
+// where no user names it any more. A queue dropped since is passed over. It returns how many it released; on an error, how
+// many it released before it, which stay so.
 func (s *Store) RunHeldNow(ctx context.Context, breaker string, heldUntil *time.Time) (int64, error) {
 	levels, err := s.breakerLevels(ctx, breaker)
 	if err != nil {
@@ -68,7 +70,11 @@ func (s *Store) RunHeldNow(ctx context.Context, breaker string, heldUntil *time.
 	if err != nil {
 		return 0, err
 	}
-	return s.runHeldIn(ctx, breaker, append(levels, others...))
+	n, err := s.releaseHeld(ctx, breaker, append(levels, others...), heldRange{})
+	if err != nil {
+		return n, fmt.Errorf("store: run the jobs circuit breaker %q held: %w", breaker, err)
+	}
+	return n, nil
 }
 
 // heldElsewhere lists the physical queues, other than known, where the
@@ -182,58 +188,168 @@ func breakerWakeSQL(b string) string {
 // WakeProbeHolds moves the jobs that the circuit breaker named held while
 // its probe probeUntil (BreakerVerdict.ProbeUntil) ran, which wait until
 // that probe is taken for lost, to where the breaker now stands, for the
-// process that ran the probe once it ended: visible at once when it closed
-// or the probe was given back (so that the next job probes), to the end of
-// the new open period when the probe failed, to the next probe's end when
-// another one runs. So a held job is snoozed once per probe, not read
-// again and again while the probe runs, and still runs as soon as the
-// breaker lets it. It looks in the queues of the breaker's users (every
-// level), through the vt index, in batches that each commit; a queue
-// dropped since is passed over. Should the process die first, the holds
-// wake when the probe is taken for lost. It returns how many it moved; on
-// an error, how many it moved before it, which stay so.
-func (s *Store) WakeProbeHolds(ctx context.Context, breaker string, probeUntil time.Time) (int64, error) {
+// process that ran the probe once it ended: released (releaseHeld) when it
+// closed, visible at once when the probe was given back (so that the next
+// job probes), to the end of the new open period when the probe failed,
+// to the next probe's end when another one runs. So a held job is snoozed
+// once per probe, not read again and again while the probe runs, and
+// still runs as soon as the breaker lets it. heldFrom is the end of the
+// open period the probe followed (BreakerVerdict.HeldFrom): the jobs held
+// until then that no worker read yet, visible since, are moved too, so
+// that a closing releases them with the others rather than every worker
+// running them at once; zero looks only at the jobs not yet visible. It
+// looks in the queues of the breaker's users (every level), through the
+// vt index, in batches that each commit; a queue dropped since is passed
+// over. Should the process die first, the holds wake when the probe is
+// taken for lost. It returns how many it moved; on an error, how many it
+// moved before it, which stay so.
+func (s *Store) WakeProbeHolds(ctx context.Context, breaker string, probeUntil, heldFrom time.Time) (int64, error) {
 	levels, err := s.breakerLevels(ctx, breaker)
 	if err != nil {
 		return 0, err
 	}
+	r := heldRange{until: &probeUntil}
+	if !heldFrom.IsZero() {
+		r.from = &heldFrom
+	}
+	n, err := s.releaseHeld(ctx, breaker, levels, r)
+	if err != nil {
+		return n, fmt.Errorf("store: wake the jobs circuit breaker %q held while it probed: %w", breaker, err)
+	}
+	return n, nil
+}
+
+// Bounds of the release of the jobs a breaker held, once it closes.
+const (
+	// ReleaseAtOnce is how many of them run at once: as many or fewer all
+	// do, and of more this many first, the rest spread over the window.
+	ReleaseAtOnce = 50
+	// MaxReleaseWindow bounds the window, so that the last job held waits
+	// minutes at most after the breaker closed (and is still counted
+	// among those it holds: within holdSlack).
+	MaxReleaseWindow = 5 * time.Minute
+)
+
+// releaseWindowSQL is the window over which the breaker row aliased c
+// spreads the jobs it held once it closes, in milliseconds: the wait its
+// last failure's Retry-After asked for, when it gave one, else its
+// cool-off; at most its longest cool-off and MaxReleaseWindow ($2, in
+// milliseconds).
+func releaseWindowSQL(c string) string {
+	return `least(coalesce(nullif(` + c + `.last_retry_after_ms, 0), ` + c + `.cool_off_ms), ` + c + `.max_cool_off_ms, $2::bigint)`
+}
+
+// heldRange bounds the visibility times of the holds a release moves:
+// from (at or after it; nil for those not yet visible) and until (by it
+// and holdSlack; nil for no bound).
+type heldRange struct {
+	from, until *time.Time
+}
+
+// heldRangeSQL is the condition of heldRange on the queue table aliased
+// q, its from, until and holdSlack (in microseconds) the SQL given: one
+// range of the vt index.
+func heldRangeSQL(from, until, slack string) string {
+	return `q.vt >= coalesce(` + from + `::timestamptz, now() + interval '1 microsecond')
+		AND q.vt <= coalesce(` + until + `::timestamptz + ` + slack + ` * interval '1 microsecond', 'infinity')`
+}
+
+// releasePlan is how a release spreads the jobs it moves while their
+// breaker is closed: from start over window, the first ReleaseAtOnce of
+// total at once.
+type releasePlan struct {
+	start  time.Time
+	window time.Duration
+	total  int64
+}
+
+// releaseHeld moves the jobs the circuit breaker named holds in the
+// physical queues levels, within r, as the breaker stands: while it is
+// closed (or gone) they are released, each queue's in msg_id order (the
+// order they were sent), the first ReleaseAtOnce of them all made
+// visible at once and the rest spread evenly over the breaker's release
+// window (releaseWindowSQL), the last at its end, so that a downstream
+// that limits its rate or concurrency is not met with every job held at
+// once, which opened the breaker again; those spread keep their hold, so
+// that they are counted held and a reset finds them. While it is open or
+// half-open (opened again meanwhile) they wait for it instead, as
+// SnoozeMany would have them wait. A queue dropped since is passed over.
+// It returns how many it moved; on an error, how many it moved before it,
+// which stay so.
+func (s *Store) releaseHeld(ctx context.Context, breaker string, levels []string, r heldRange) (int64, error) {
+	var plan releasePlan
+	var state string
+	var windowMs int64
+	if err := s.db.QueryRow(ctx, `SELECT clock_timestamp(), coalesce(c.state, 'closed'), coalesce(`+releaseWindowSQL("c")+`, 0)
+		FROM (SELECT 1) AS one LEFT JOIN pgbus.circuit_breakers c ON c.name = $1`, breaker, MaxReleaseWindow.Milliseconds()).
+		Scan(&plan.start, &state, &windowMs); err != nil {
+		return 0, fmt.Errorf("read circuit breaker %q: %w", breaker, err)
+	}
+	plan.window = time.Duration(windowMs) * time.Millisecond
+	counts := make([]int64, len(levels))
+	if state == BreakerClosed && plan.window > 0 {
+		for i, level := range levels {
+			err := s.db.QueryRow(ctx, `SELECT count(*) FROM `+queueTable(level)+` q
+				WHERE `+heldRangeSQL("$2", "$3", "$4")+` AND `+breakerHeldSQL+` AND q.headers->'`+HeaderBreakerHold+`'->>'breaker' = $1::text`,
+				breaker, r.from, r.until, holdSlack.Microseconds()).Scan(&counts[i])
+			if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
+				return 0, fmt.Errorf("count the jobs it holds in %s: %w", level, err)
+			}
+			plan.total += counts[i]
+		}
+	}
 	var total int64
-	for _, level := range levels {
-		n, err := s.wakeProbeHoldsIn(ctx, level, breaker, probeUntil)
+	for i, level := range levels {
+		n, err := s.releaseHeldIn(ctx, level, breaker, r, plan, counts[i])
 		total += n
-		if err != nil && !isUndefinedTable(err) { // a queue dropped since its users were recorded
-			return total, fmt.Errorf("store: wake the jobs circuit breaker %q held in %s while it probed: %w", breaker, level, err)
+		if err != nil && !isUndefinedTable(err) {
+			return total, fmt.Errorf("move the jobs it held in %s: %w", level, err)
 		}
 	}
 	return total, nil
 }
 
-// wakeProbeHoldsIn is WakeProbeHolds for one physical queue, in batches
-// of runNowBatch in msg_id order, as visibleNowInBatches. The breaker's
-// row is read locked, as SnoozeMany reads it: a reset or a reopening that
-// commits meanwhile is seen by the next batch, and its own wake of the
-// holds finds what this one moved. A job made visible has its hold taken
-// off, and the queue's workers are woken.
-func (s *Store) wakeProbeHoldsIn(ctx context.Context, queue, breaker string, probeUntil time.Time) (int64, error) {
-	sql := `WITH b AS MATERIALIZED (
-			SELECT greatest(` + breakerWakeSQL("c") + `, now()) AS wake FROM pgbus.circuit_breakers c WHERE c.name = $2 FOR SHARE
+// releaseHeldIn is releaseHeld for one physical queue, of whose holds
+// count were counted for plan, in batches of runNowBatch in msg_id order,
+// as visibleNowInBatches. The breaker's row is read locked, as SnoozeMany
+// reads it: a reset or a reopening that commits meanwhile is seen by the
+// next batch, and its own wake of the holds finds what this one moved. A
+// job made visible at once has its hold taken off, and the queue's
+// workers are woken; those spread are found by the workers' reads.
+func (s *Store) releaseHeldIn(ctx context.Context, queue, breaker string, r heldRange, plan releasePlan, count int64) (int64, error) {
+	// The offset of the i-th (from 0) of count in the window, in
+	// microseconds: its rank among the plan's total, each queue's spread
+	// over the whole window, past the first ReleaseAtOnce.
+	offset := `CASE WHEN $8::bigint <= $10::bigint OR $11::bigint <= 0 THEN 0
+		ELSE least($11::bigint, floor($11::float8 * greatest(0, ($12::bigint + p.ord - 1)::float8 * $8::bigint / greatest($9::bigint, 1) - $10::bigint + 1)
+			/ ($8::bigint - $10::bigint)))::bigint END`
+	sql := `WITH c AS MATERIALIZED (
+			SELECT c.state, greatest(` + breakerWakeSQL("c") + `, now()) AS wake FROM pgbus.circuit_breakers c WHERE c.name = $2 FOR SHARE
+		), b AS MATERIALIZED (
+			SELECT coalesce((SELECT state FROM c), 'closed') AS state, coalesce((SELECT wake FROM c), now()) AS wake
 		), picked AS (
 			SELECT q.msg_id FROM ` + queueTable(queue) + ` q, b
-			WHERE q.vt > now() AND q.vt <= $3::timestamptz + $4 * interval '1 microsecond' AND q.vt <> b.wake AND q.msg_id > $5
+			WHERE ` + heldRangeSQL("$3", "$4", "$5") + ` AND q.vt <> b.wake AND q.msg_id > $6
 			AND ` + breakerHeldSQL + ` AND q.headers->'` + HeaderBreakerHold + `'->>'breaker' = $2::text
-			ORDER BY q.msg_id LIMIT $6 FOR UPDATE OF q SKIP LOCKED
+			ORDER BY q.msg_id LIMIT $7 FOR UPDATE OF q SKIP LOCKED
+		), spread AS (
+			SELECT p.id, CASE WHEN b.state = 'closed' THEN ` + offset + ` END AS off
+			FROM b, unnest(ARRAY(SELECT msg_id FROM picked ORDER BY msg_id)) WITH ORDINALITY AS p(id, ord)
 		), moved AS (
-			UPDATE ` + queueTable(queue) + ` q SET vt = CASE WHEN b.wake <= now() THEN clock_timestamp() ELSE b.wake END,
-				headers = CASE WHEN b.wake <= now() THEN ` + dropBreakerHoldSQL("q") + ` ELSE q.headers END
-			FROM b WHERE q.msg_id = ANY(ARRAY(SELECT msg_id FROM picked))
-			RETURNING b.wake <= now() AS visible
+			UPDATE ` + queueTable(queue) + ` q SET
+				vt = CASE WHEN s.off IS NOT NULL THEN $13::timestamptz + s.off * interval '1 microsecond'
+					WHEN b.wake <= now() THEN clock_timestamp() ELSE b.wake END,
+				headers = CASE WHEN s.off = 0 OR (s.off IS NULL AND b.wake <= now()) THEN ` + dropBreakerHoldSQL("q") + ` ELSE q.headers END
+			FROM b, spread s WHERE q.msg_id = s.id
+			RETURNING coalesce(s.off = 0, b.wake <= now()) AS visible
 		), n AS (SELECT count(*) AS n, coalesce(bool_or(visible), false) AS woke FROM moved)
 		SELECT n.n, coalesce((SELECT max(msg_id) FROM picked), 0)
 		FROM n, LATERAL (SELECT CASE WHEN n.woke THEN pg_notify('` + notifyChannel + `', $1::text) END) AS woken`
 	var total, after int64
 	for {
 		var n int64
-		if err := s.db.QueryRow(ctx, sql, queue, breaker, probeUntil, holdSlack.Microseconds(), after, runNowBatch).Scan(&n, &after); err != nil {
+		if err := s.db.QueryRow(ctx, sql, queue, breaker, r.from, r.until, holdSlack.Microseconds(), after, runNowBatch,
+			plan.total, count, ReleaseAtOnce, plan.window.Microseconds(), total, plan.start).Scan(&n, &after); err != nil {
 			return total, err
 		}
 		total += n

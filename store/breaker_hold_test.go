@@ -525,7 +525,7 @@ func TestProbeEndWakesItsHolds(t *testing.T) {
 	if _, err := s.BreakerSucceeded(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.WakeProbeHolds(ctx, name, probe); err != nil || n != 1 {
+	if n, err := s.WakeProbeHolds(ctx, name, probe, time.Time{}); err != nil || n != 1 {
 		t.Fatalf("wake after the probe closed the breaker = %d, %v; want the job", n, err)
 	}
 	if m := h.live()[held.ID]; m.HeldBy != "" || vt(held.ID).After(time.Now().Add(time.Minute)) {
@@ -556,7 +556,7 @@ func TestProbeEndWakesItsHolds(t *testing.T) {
 	if err != nil || c.To != store.BreakerOpen {
 		t.Fatalf("failure of the probe = %+v, %v; want the breaker open", c, err)
 	}
-	if n, err := s.WakeProbeHolds(ctx, name, probe); err != nil || n != 1 {
+	if n, err := s.WakeProbeHolds(ctx, name, probe, time.Time{}); err != nil || n != 1 {
 		t.Fatalf("wake after the probe failed = %d, %v; want the job", n, err)
 	}
 	if got := vt(held.ID); !got.Equal(c.OpenUntil) {

@@ -135,6 +135,11 @@ type BreakerVerdict struct {
 	// wait on a half-open breaker, the running probe's, which a snooze of
 	// the call names (SnoozeItem.Probe).
 	ProbeUntil time.Time
+	// HeldFrom is, for a probe, the end of the open period it follows:
+	// the jobs held until then wait from then on, visible to any read,
+	// and the end of the probe moves those still unread with the others
+	// (WakeProbeHolds).
+	HeldFrom time.Time
 }
 
 // AcquireBreaker asks an existing breaker whether a call may go ahead. In
@@ -149,24 +154,25 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 	var verdict string
 	var until *time.Time
 	var waitMS int64
-	var probing *time.Time // the running probe's probe_until, for a wait on it
+	var probing *time.Time  // the running probe's probe_until, for a wait on it
+	var heldFrom *time.Time // a probe's open period's end (the claim leaves open_until)
 	err := s.db.QueryRow(ctx, `
 		WITH claim AS (
 			UPDATE pgbus.circuit_breakers SET state = 'half_open', probe_until = now() + $2 * interval '1 millisecond', updated_at = now(),
 				opened_by = NULL, open_reason = NULL, opened_by_hand_until = NULL
 			WHERE name = $1 AND ((state = 'open' AND open_until <= now()) OR (state = 'half_open' AND probe_until <= now()))
-			RETURNING 'probe'::text AS verdict, probe_until AS until, NULL::timestamptz AS probing
+			RETURNING 'probe'::text AS verdict, probe_until AS until, NULL::timestamptz AS probing, open_until AS held_from
 		)
 		, verdict AS (
-			SELECT verdict, until, probing FROM claim
+			SELECT verdict, until, probing, held_from FROM claim
 			UNION ALL
 			SELECT CASE state WHEN 'closed' THEN 'allow' ELSE 'wait' END,
 			       greatest(CASE state WHEN 'open' THEN open_until ELSE probe_until END, now() + interval '50 milliseconds'),
-			       CASE state WHEN 'half_open' THEN probe_until END
+			       CASE state WHEN 'half_open' THEN probe_until END, NULL
 			FROM pgbus.circuit_breakers WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM claim)
 		)
-		SELECT verdict, until, coalesce(ceil(extract(epoch FROM until - now()) * 1000), 0)::bigint, probing FROM verdict`,
-		name, probeTimeout.Milliseconds()).Scan(&verdict, &until, &waitMS, &probing)
+		SELECT verdict, until, coalesce(ceil(extract(epoch FROM until - now()) * 1000), 0)::bigint, probing, held_from FROM verdict`,
+		name, probeTimeout.Milliseconds()).Scan(&verdict, &until, &waitMS, &probing, &heldFrom)
 	if err == pgx.ErrNoRows {
 		return BreakerVerdict{}, notFoundf("circuit breaker %q does not exist", name)
 	}
@@ -183,6 +189,9 @@ func (s *Store) AcquireBreaker(ctx context.Context, name string, probeTimeout ti
 		}
 	case v.Probe:
 		v.ProbeUntil = *until
+		if heldFrom != nil {
+			v.HeldFrom = *heldFrom
+		}
 	}
 	return v, nil
 }

@@ -16,9 +16,9 @@ type CircuitResetInput struct {
 	EndOpeningByHand bool `json:"end_opening_by_hand,omitempty" jsonschema_description:"Close a breaker opened by hand (opened_by_hand in pgbus_circuits) before its time is up; without it the reset is refused. Only when whoever opened it agrees."`
 }
 
-const circuitResetDescription = `Closes a circuit breaker by hand, clears its failure count and runs at once the jobs it snoozed, instead of waiting for a probe.
+const circuitResetDescription = `Closes a circuit breaker by hand, clears its failure count and releases the jobs it snoozed, paced over its cool-off, instead of waiting for a probe.
 
-Use it only when the downstream is known to be healthy again (pgbus_circuits shows it open). If it is not, the breaker reopens after its threshold of failures.`
+Use it only when the downstream is known to be healthy again (pgbus_circuits shows it open). Else the breaker reopens after its threshold of failures.`
 
 func circuitResetTool() mcp.Tool {
 	return newTool("pgbus_circuit_reset", circuitResetDescription, writeAnnotations("Reset a circuit breaker", false, true), CircuitResetInput{}, ops.CircuitReset{})

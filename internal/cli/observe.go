@@ -143,7 +143,7 @@ of consecutive failures; jobs meeting it open are snoozed without using an
 attempt until the cool-off ends, then one probe goes through (STATE says
 "open, probe due" from then until a job makes that call). This is why a job
 can wait longer than its backoff. HELD counts the jobs a breaker holds so,
-which pgbus circuit reset runs at once. A breaker opened by hand (pgbus
+which pgbus circuit reset releases now. A breaker opened by hand (pgbus
 circuit open) says "by hand", and a line under the table says who opened it
 and why. --json prints the same result as the MCP tool pgbus_circuits. NAME
 shows only that breaker.`,
@@ -228,14 +228,16 @@ func (a *app) circuitCommand() *cobra.Command {
 	reset := &cobra.Command{
 		Use:   "reset NAME",
 		Short: "Close a circuit breaker by hand, when its downstream is known to be back",
-		Long: `Close a circuit breaker and clear its failure count, and run at once the
+		Long: `Close a circuit breaker and clear its failure count, and release now the
 jobs it snoozed while open (state scheduled, held by the breaker, in pgbus
-queue messages) instead of at the end of their snooze. If the downstream
-still fails, the breaker opens again after its threshold. A breaker opened
-by hand (pgbus circuit open) is left open until its time is up unless
---end-opening-by-hand is given: that window is someone's decision, which
-pgbus circuits shows with who and why. --json prints the same result as
-the MCP tool pgbus_circuit_reset.`,
+queue messages) instead of at the end of their snooze: the first 50 at
+once, the rest spread over its cool-off (or the wait the downstream's last
+Retry-After asked for, 5 minutes at most), in the order they were held. If
+the downstream still fails, the breaker opens again after its threshold. A
+breaker opened by hand (pgbus circuit open) is left open until its time is
+up unless --end-opening-by-hand is given: that window is someone's
+decision, which pgbus circuits shows with who and why. --json prints the
+same result as the MCP tool pgbus_circuit_reset.`,
 		Example: `  pgbus circuit reset http:api.example.com:443
   pgbus circuit reset http:api.example.com:443 --end-opening-by-hand`,
 		Args: cobra.ExactArgs(1),
@@ -247,6 +249,9 @@ the MCP tool pgbus_circuit_reset.`,
 					line = fmt.Sprintf("circuit breaker %s was already %s with no failure counted", res.Name, res.State)
 				}
 				switch {
+				case res.Released > ops.ReleaseAtOnce:
+					line += fmt.Sprintf("; %s it held released now, in the order held: the first %d at once, the rest spread over its cool-off (%s at most)",
+						plural.Count(res.Released, "job", "jobs"), ops.ReleaseAtOnce, ops.FormatAge(ops.MaxReleaseWindow))
 				case res.Released > 0:
 					line += fmt.Sprintf("; %s it held made visible now", plural.Count(res.Released, "job", "jobs"))
 				case !res.Changed:
@@ -269,8 +274,8 @@ the MCP tool pgbus_circuit_reset.`,
 		Long: `Act on one circuit breaker, named as pgbus circuits lists it: open it by
 hand for a while, before a downstream's maintenance or once it is known to
 be down, so that the jobs that use it wait instead of failing toward their
-DLQ; reset it to close it once the downstream is back, and run at once the
-jobs it held. Each is one entry in the audit log.`,
+DLQ; reset it to close it once the downstream is back, and release the jobs
+it held. Each is one entry in the audit log.`,
 		Example: `  pgbus circuits
   pgbus circuit open http:api.example.com:443 --for 30m --reason "bank maintenance, OPS-7"
   pgbus circuit reset http:api.example.com:443 --end-opening-by-hand`,
@@ -293,7 +298,7 @@ breaker, in whatever queue, is held (state scheduled, no attempt used)
 instead of failing toward its DLQ, while the queues' other jobs run.
 When --for is up, the next job probes the downstream: success closes the
 breaker, failure keeps it open for its cool-off. pgbus circuit reset NAME
---end-opening-by-hand ends it early and runs the held jobs at once. --for
+--end-opening-by-hand ends it early and releases the held jobs. --for
 takes 1s to 7d (168h), such as 30m, 2h or 1d.
 --reason says why, for whoever finds the breaker open meanwhile (pgbus
 circuits, the MCP tool pgbus_circuits, the dashboard, the health check show
