@@ -506,6 +506,12 @@ func (s *Service) livePayloads(ctx context.Context, items []store.LiveMessage, c
 // breaker that cannot be read is offered its reset, which says so itself.
 func (s *Service) heldNext(ctx context.Context, breaker string) Hint {
 	if bs, err := s.store.ListBreakers(ctx, breaker); err == nil && len(bs) == 1 {
+		if bs[0].State == store.BreakerClosed {
+			// Closed, it releases what it held a few at a time: a reset
+			// has nothing to close and would only start that over.
+			return hint(OpCircuits, fmt.Sprintf("breaker %s, which holds these jobs, is closed and releases them over its cool-off (%s at most), a few at a time, so as not to meet its downstream with them all at once: each runs at its time",
+				breaker, FormatAge(MaxReleaseWindow)), "name", breaker)
+		}
 		if o := handOpeningOf(bs[0], s.now()); o != nil && bs[0].OpenUntil != nil {
 			return hint(OpCircuits, fmt.Sprintf("breaker %s, which holds these jobs, was opened by hand by %s until %s: they run when that window ends, or sooner only if whoever opened it agrees",
 				breaker, o.By, bs[0].OpenUntil.UTC().Format(time.RFC3339)), "name", breaker)
