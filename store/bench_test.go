@@ -578,3 +578,61 @@ func BenchmarkQueueStatsManyQueues(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "median-ms")
 }
+
+// BenchmarkRetryDeadMatching measures a retry by filter of 2,000 dead
+// messages of one queue, plain or each keyed as the engine sends it, on the
+// shared test server (fsync off) and on a server of its own that syncs
+// each commit to disk as a production server does ("durable"). The sends
+// and dead-letterings that feed it are not timed.
+func BenchmarkRetryDeadMatching(b *testing.B) {
+	const n = 2000
+	for _, durable := range []bool{false, true} {
+		for _, keyed := range []bool{false, true} {
+			name := map[bool]string{false: "shared", true: "durable"}[durable] + "/" + map[bool]string{false: "plain", true: "keyed"}[keyed]
+			b.Run(name, func(b *testing.B) {
+				var s *store.Store
+				if durable {
+					_, _, s = pgtest.PrivateStore(b)
+				} else {
+					s = testStore(b)
+				}
+				ctx := testContext(b)
+				q := newQueue(b, s)
+				dlq := store.DLQName(q)
+				var elapsed time.Duration
+				runs := 0
+				for b.Loop() {
+					b.StopTimer()
+					batch := msgs(n)
+					if keyed {
+						for i := range batch {
+							batch[i] = keyedWithHeader(`{"n":1}`, fmt.Sprintf("key-%d-%d", runs, i))
+						}
+					}
+					for c := 0; c < n; c += 1000 { // a batch holds at most 1,000 keys
+						ids, err := s.SendBatch(ctx, q, batch[c:c+1000])
+						if err != nil {
+							b.Fatal(err)
+						}
+						deadIDs(b, s, q, dlq, ids, "Boom", store.ReasonNonRetryable)
+					}
+					runs++
+					b.StartTimer()
+					start := time.Now()
+					rep, err := s.RetryDeadMatching(ctx, store.DeadFilter{Queue: q}, n, store.RetryOptions{})
+					if err != nil || rep.Retried != n {
+						b.Fatalf("retry = %d retried, %d failed, %v", rep.Retried, rep.Failed, err)
+					}
+					elapsed += time.Since(start)
+					b.StopTimer()
+					// Empty the queue, so that each run starts alike.
+					if _, err := s.Pool().Exec(ctx, `DELETE FROM pgmq."q_`+q+`"`); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(runs*n)/elapsed.Seconds(), "msgs/s")
+			})
+		}
+	}
+}
