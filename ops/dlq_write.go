@@ -171,8 +171,9 @@ func (r DLQRetry) OK() bool {
 }
 
 // DLQRetry moves dead messages back to the queue they died in (or to the
-// DLQ's own queue when that one is gone), each in its own transaction: one
-// failing does not stop the rest. The result has an outcome for every id.
+// DLQ's own queue when that one is gone), in batches, each batch in one
+// transaction: one failing does not stop the rest. The result has an
+// outcome for every id.
 func (s *Service) DLQRetry(ctx context.Context, req DLQRetryRequest) (out DLQRetry, err error) {
 	ctx, end, err := s.enter(ctx, "DLQRetry", bulkEffect(req.DryRun, req.Expect))
 	if err != nil {

@@ -112,8 +112,10 @@ func (s *Store) pace(ctx context.Context, refs []deadRef, moves func(i int) bool
 
 // RetryDead moves dead messages of dlq (a DLQ name, or its queue's) back to
 // the queue they died in, or to the DLQ's base queue when that one is gone,
-// each in its own transaction: one message failing does not stop the rest,
-// but for a move given up at its statement bound (WithStatementTimeout),
+// in batches, each batch in one transaction (retryParallel): one message
+// failing does not stop the rest, since it is then moved on its own and
+// the others of its batch again, but for a move given up at its statement
+// bound (WithStatementTimeout),
 // which would be the fate of every message left: the call stops there and
 // returns that error, the messages moved before staying moved.
 // A retried message loses its dead-letter block and carries
@@ -252,7 +254,18 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 		return err
 	}
 	dones := make([]func(string, int64, error), 0, len(refs))
+	targets := make([]string, len(refs))
+	for i := range refs {
+		targets[i] = moved[i].Queue
+	}
 	err = s.guarded(ctx, DeadSetRetry, refs, opts.Expect, func(ctx context.Context, tx pgx.Tx) error {
+		// Every key's lock at once, in the order a batch of moves or of
+		// keyed sends takes them, so that none of them deadlocks with it.
+		if sql, args := lockDeadKeysSQL(refs, targets); sql != "" {
+			if _, err := tx.Exec(ctx, sql, args...); err != nil {
+				return fmt.Errorf("store: lock the idempotency keys of the dead messages to retry: %w", err)
+			}
+		}
 		for i, r := range refs {
 			tc, done, err := deadRetryTrace(ctx, tx, r, opts)
 			if err != nil {
@@ -260,11 +273,6 @@ func (s *Store) retryGuarded(ctx context.Context, f DeadFilter, limit int, opts 
 			}
 			if done != nil {
 				dones = append(dones, done)
-			}
-			if r.keyed {
-				if err := lockDeadKey(ctx, tx, r, moved[i].Queue); err != nil {
-					return err
-				}
 			}
 			newID, err := deadRetryOne(ctx, tx, r, moved[i].Queue, nil, tc, opts.ClearDeadline, true)
 			if err != nil {
@@ -491,14 +499,15 @@ func (s *Store) notifyMoved(ctx context.Context, out []deadRetryOutcome) {
 // it back, and it has no new id.
 func untried(o deadRetryOutcome) bool { return o.err == nil && o.newID == 0 }
 
-// retryParallel moves messages over a few connections at once: each move
-// is its own transaction, and concurrent commits share WAL flushes. Messages
-// of one PGMQ FIFO group stay on one connection, in order, so the group's
-// order survives the trip.
+// retryParallel moves messages over a few connections at once (lanes).
+// Messages of one PGMQ FIFO group stay on one lane, in order, so the
+// group's order survives the trip. Each lane moves its messages a batch
+// to a transaction (retryRun.lane): a commit waits for its WAL to reach the
+// disk, which one to a message made a large retry take minutes.
 //
-// A cancelled ctx stops the lanes between messages, not within one: a
+// A cancelled ctx stops the lanes between batches, not within one: a
 // move cut off by the cancellation could commit without its caller
-// knowing, and go uncounted in the report. A move under way finishes,
+// knowing, and go uncounted in the report. A batch under way finishes,
 // unless it is still going moveGrace after the cancellation.
 //
 // A move given up at its statement bound (WithStatementTimeout) stops the
@@ -515,35 +524,20 @@ func (s *Store) retryParallel(ctx context.Context, refs []deadRef, out []deadRet
 	lanes := max(1, min(retryLanes, int(s.pool.Config().MaxConns)/2, len(refs)))
 	moves, stop := grace.After(ctx, moveGrace)
 	defer stop()
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		gaveUp error
-	)
-	stopped := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return gaveUp != nil
-	}
+	run := &retryRun{s: s, ctx: ctx, moves: moves, refs: refs, out: out, places: places, opts: opts,
+		traces: make([]*TraceContext, len(refs)), dones: make([]func(string, int64, error), len(refs)), traced: make([]bool, len(refs))}
+	var wg sync.WaitGroup
 	for lane := range lanes {
-		wg.Go(func() {
-			for i, r := range refs {
-				if deadRetryLane(r, i, lanes) != lane || out[i].err != nil || ctx.Err() != nil || stopped() {
-					continue
-				}
-				out[i] = s.retryWithFallback(moves, r, out[i].target, places, opts)
-				if err := out[i].err; err != nil && ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || IsUnreachable(err)) {
-					mu.Lock()
-					if gaveUp == nil {
-						gaveUp = err
-					}
-					mu.Unlock()
-				}
+		var mine []int
+		for i, r := range refs {
+			if deadRetryLane(r, i, lanes) == lane && out[i].err == nil {
+				mine = append(mine, i)
 			}
-		})
+		}
+		wg.Go(func() { run.lane(mine) })
 	}
 	wg.Wait()
-	return gaveUp
+	return run.gaveUp
 }
 
 func deadRetryLane(r deadRef, i, lanes int) int {
@@ -555,11 +549,10 @@ func deadRetryLane(r deadRef, i, lanes int) int {
 	return int(h.Sum32() % uint32(lanes))
 }
 
-func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string, places retryPlaces, opts RetryOptions) deadRetryOutcome {
-	tc, done, err := deadRetryTrace(ctx, s.db, r, opts)
-	if err != nil {
-		return deadRetryOutcome{target: target, err: err}
-	}
+// moveWithFallback moves r to target in a transaction of its own, running
+// the move again while it waits out lock_timeout (lockWaitedOut), and into
+// its DLQ's own queue when target was dropped since the caller looked.
+func (s *Store) moveWithFallback(ctx context.Context, r deadRef, target string, places retryPlaces, opts RetryOptions, tc *TraceContext) deadRetryOutcome {
 	move := func(target string) (int64, error) {
 		newID, err := s.retryOne(ctx, r, target, opts, tc)
 		for try := 1; lockWaitedOut(ctx, err, try); try++ {
@@ -573,9 +566,6 @@ func (s *Store) retryWithFallback(ctx context.Context, r deadRef, target string,
 		// had seen it gone.
 		target = base
 		newID, err = move(target)
-	}
-	if done != nil {
-		done(target, newID, err)
 	}
 	return deadRetryOutcome{target: target, newID: newID, err: err, unsure: err != nil && OutcomeUnknown(err)}
 }
@@ -763,14 +753,6 @@ func lockDeadKeySQL(r deadRef) string {
 		FROM ` + queueTable(r.dlq) + ` WHERE msg_id = $2 AND ` + sqlDeadKeyed
 }
 
-// lockDeadKey takes the key's lock of lockDeadKeySQL in tx.
-func lockDeadKey(ctx context.Context, tx pgx.Tx, r deadRef, target string) error {
-	if _, err := tx.Exec(ctx, lockDeadKeySQL(r), target, r.id); err != nil {
-		return fmt.Errorf("store: lock the idempotency key of message %d in %q: %w", r.id, r.dlq, err)
-	}
-	return nil
-}
-
 // deadRetryOne moves one message out of its DLQ in one statement, so it is
 // either back in target or still in the DLQ, never both: the delete finds
 // nothing when another retry took the message first. q is the pool, or
@@ -877,10 +859,10 @@ func sqlDeadRetryKey(target string) string {
 // [$5 note], [traceparent, tracestate]. With notify, it also wakes
 // target's workers: for a guarded retry, whose one transaction folds the
 // notifications of its moves into one per queue. The moves of an
-// unguarded retry, each its own transaction, leave that to notifyMoved,
-// once for their batch: a notification at each commit would take, for
-// each, the lock every notifying transaction of the cluster takes at its
-// commit, in turn.
+// unguarded retry, a batch of them to a transaction, leave that to
+// notifyMoved, once for the page of messages they belong to: a
+// notification at each commit would take, for each, the lock every
+// notifying transaction of the cluster takes at its commit, in turn.
 func deadRetrySQL(r deadRef, target string, payload json.RawMessage, tc *TraceContext, clearDeadline, notify bool) (string, []any) {
 	var p any
 	if len(payload) > 0 {

@@ -261,11 +261,11 @@ func (a *app) dlqRetryCommand() *cobra.Command {
 		Short:       "Retry dead messages by id: back to the queue they died in",
 		Long: `Move dead messages back to the queue they died in (or to the DLQ's own queue
 when that one is gone), without the dead-letter block and with
-pgbus_dlq_retries counting the trip. Each message moves in its own
-transaction; one that fails does not stop the rest. Every id gets an outcome:
-retried, not found (retried or discarded already), ambiguous (in several DLQs:
-pass --queue) or failed. A message whose deadline (pgbus_deadline) has passed
-fails: a worker would dead-letter it again without running it;
+pgbus_dlq_retries counting the trip. Messages move in batches, each batch in
+one transaction; one that fails does not stop the rest. Every id gets an
+outcome: retried, not found (retried or discarded already), ambiguous (in
+several DLQs: pass --queue) or failed. A message whose deadline (pgbus_deadline)
+has passed fails: a worker would dead-letter it again without running it;
 --clear-deadline removes the deadline so that it runs however late. --rate N
 makes the messages visible N a second, one after another (see pgbus dlq
 retry-all). Exit code: 0 when all were retried, 1 when any failed, 2 when any
