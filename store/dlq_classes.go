@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -85,16 +86,7 @@ func (s *Store) CountDeadByClass(ctx context.Context, f DeadFilter) ([]DeadClass
 // class and reason from their group counts, with f's kind, error class
 // and reason, as summaryFromGroups selects them.
 func classesFromCounts(ctx context.Context, tx pgx.Tx, tracked map[string]bool, f DeadFilter) ([]DeadClassCount, error) {
-	dlqs := make([]string, 0, len(tracked))
-	for d := range tracked {
-		dlqs = append(dlqs, d)
-	}
-	opt := func(v string) *string {
-		if v == "" {
-			return nil
-		}
-		return &v
-	}
+	dlqs := slices.Collect(maps.Keys(tracked))
 	rows, err := tx.Query(ctx, `
 		SELECT dlq, error_class, coalesce(reason, ''), sum(count)::bigint
 		FROM pgbus.dlq_group_counts
@@ -102,7 +94,7 @@ func classesFromCounts(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 		  AND ($4::text IS NULL OR CASE WHEN $4 = '`+ReasonNotRecorded+`' THEN coalesce(reason, '') = '' ELSE reason = $4 END)
 		GROUP BY dlq, error_class, coalesce(reason, '')
 		HAVING sum(count) > 0`,
-		dlqs, opt(f.Kind), opt(fitOf(tx.Conn()).apply(f.ErrorClass)), opt(f.Reason))
+		dlqs, orNull(f.Kind), orNull(fitOf(tx.Conn()).apply(f.ErrorClass)), orNull(f.Reason))
 	if err != nil {
 		return nil, err
 	}

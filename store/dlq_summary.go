@@ -430,16 +430,7 @@ type trackedGroup struct {
 // largest MaxDeadGroups of them, and every group as large as it, whose
 // place before or after it only their last times, probed, tell.
 func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, f DeadFilter, after *DeadGroup) ([]DeadGroup, deadTotals, error) {
-	dlqs := make([]string, 0, len(tracked))
-	for d := range tracked {
-		dlqs = append(dlqs, d)
-	}
-	opt := func(v string) *string {
-		if v == "" {
-			return nil
-		}
-		return &v
-	}
+	dlqs := slices.Collect(maps.Keys(tracked))
 	var below *int64 // the size of the group after, when there is one
 	if after != nil {
 		below = &after.Count
@@ -464,7 +455,7 @@ func summaryFromGroups(ctx context.Context, tx pgx.Tx, tracked map[string]bool, 
 		SELECT group_key, dlq, source_queue, kind, error_class, error_norm, n, reasons, total, messages, smaller, smaller_messages FROM w
 		WHERE ($6::bigint IS NULL OR n <= $6)
 		  AND n >= coalesce((SELECT n FROM g WHERE $6::bigint IS NULL OR n < $6 ORDER BY n DESC OFFSET $4 LIMIT 1), 0)`,
-		dlqs, opt(f.Kind), opt(fitOf(tx.Conn()).apply(f.ErrorClass)), MaxDeadGroups-1, opt(f.Reason), below)
+		dlqs, orNull(f.Kind), orNull(fitOf(tx.Conn()).apply(f.ErrorClass)), MaxDeadGroups-1, orNull(f.Reason), below)
 	if err != nil {
 		return nil, deadTotals{}, err
 	}
@@ -852,4 +843,12 @@ func collectGroups(rows pgx.Rows, err error) ([]DeadGroup, deadTotals, error) {
 		return nil
 	})
 	return groups, total, err
+}
+
+// orNull is v as a parameter of a filter that "" leaves out: NULL for "".
+func orNull(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
 }
