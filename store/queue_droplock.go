@@ -67,7 +67,8 @@ const (
 // of one length alone never got through reads that overlap and each
 // hold the tables longer than a try. The tries
 // stop at ctx's end, or once they waited as long as one statement may
-// (WithStatementTimeout). The lock_timeout and statement_timeout the
+// (WithStatementTimeout), with a TablesHeldError naming who held the
+// tables, the first try cut short by ctx included. The lock_timeout and statement_timeout the
 // transaction had are set back once all is held.
 func (s *Store) lockForDrop(ctx context.Context, tx pgx.Tx, queue string, names []string) error {
 	tables, err := existingTables(ctx, tx, names)
@@ -108,11 +109,14 @@ func (s *Store) lockForDrop(ctx context.Context, tx pgx.Tx, queue string, names 
 				continue
 			}
 		}
-		if !held {
-			// Ended while nothing held the drop up: its caller's own end.
+		e := s.tablesHeld(ctx, queue, tables, start)
+		if !held && e.HeldBy == "" {
+			// Ended in its first try, or before, while no other session
+			// held the tables: its caller's own end. One that held them
+			// while that try waited held the drop up.
 			return fmt.Errorf("store: drop queue %q: %w", queue, ctx.Err())
 		}
-		return s.tablesHeld(ctx, queue, tables, start)
+		return e
 	}
 	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true), set_config('statement_timeout', $2, true)`, lockTimeout, stmtTimeout); err != nil {
 		return fmt.Errorf("store: drop queue %q: %w", queue, err)
@@ -168,7 +172,7 @@ func existingTables(ctx context.Context, tx pgx.Tx, names []string) ([]string, e
 // tablesHeld is the TablesHeldError of a drop of queue that gave up on
 // tables at its context's end, with the sessions holding them, asked
 // within a few seconds beside the drop's transaction, which is aborted.
-func (s *Store) tablesHeld(ctx context.Context, queue string, tables []string, start time.Time) error {
+func (s *Store) tablesHeld(ctx context.Context, queue string, tables []string, start time.Time) *TablesHeldError {
 	e := &TablesHeldError{Queue: queue, Waited: time.Since(start), Err: ctx.Err()}
 	if errors.Is(e.Err, context.Canceled) {
 		return e // its caller is gone: no one to tell who held them

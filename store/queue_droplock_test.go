@@ -483,3 +483,35 @@ func TestDropTryIsBoundedAsAWhole(t *testing.T) {
 	}
 	t.Logf("longest wait of a try holding tables: %s", longest)
 }
+
+// A drop whose caller's deadline passes during its first try, while
+// another session holds its DLQ, is a drop held up by that session too:
+// it says who holds the tables, not only that its time ran out.
+func TestDropEndedInItsFirstTrySaysWho(t *testing.T) {
+	t.Parallel()
+	s := testStore(t)
+	ctx := testContext(t)
+	q := pgtest.NewQueue(t, s, "droplock")
+	holder, _ := holdDLQ(t, s, q)
+	dropCtx := newDeadline(ctx)
+	dropped := make(chan error, 1)
+	go func() { dropped <- s.DropQueue(dropCtx, q) }()
+	pgtest.Eventually(t, time.Minute, "the drop of "+q+" to wait for its DLQ", func() bool {
+		var waiting bool
+		if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active' AND wait_event_type = 'Lock'
+			  AND strpos(query, 'LOCK TABLE') > 0 AND strpos(query, $1) > 0)`, store.DLQName(q)).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting
+	})
+	dropCtx.pass()
+	err := <-dropped
+	held, ok := errors.AsType[*store.TablesHeldError](err)
+	if !ok {
+		t.Fatalf("drop ended while it waited for its DLQ, held by pid %d: %v; want a TablesHeldError naming that session", holder, err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(held.HeldBy, "pid "+strconv.Itoa(holder)) {
+		t.Errorf("drop ended while it waited for its DLQ: %+v; want the deadline, and pid %d among the holders", held, holder)
+	}
+}
