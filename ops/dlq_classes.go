@@ -101,8 +101,11 @@ func (s *Service) summaryByClass(ctx context.Context, req DLQSummaryRequest, f s
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.ErrorClass, b.ErrorClass))
 	})
 	for _, c := range classes {
-		slices.SortStableFunc(c.Queues, func(a, b DLQCount) int { return cmp.Compare(b.Count, a.Count) })
-		slices.SortStableFunc(c.Reasons, func(a, b ReasonCount) int { return cmp.Compare(b.Count, a.Count) })
+		// Largest first, ties by name: the same answer every time.
+		slices.SortFunc(c.Queues, func(a, b DLQCount) int { return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.DLQ, b.DLQ)) })
+		slices.SortFunc(c.Reasons, func(a, b ReasonCount) int {
+			return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Reason, b.Reason))
+		})
 		if len(c.Queues) > classQueuesShown {
 			c.Queues, c.QueuesOmitted = c.Queues[:classQueuesShown], len(c.Queues)-classQueuesShown
 		}
