@@ -389,16 +389,9 @@ func BenchmarkHeldByBreaker(b *testing.B) {
 // while the probe ran: each is moved once, to the new open period's end,
 // read through the vt index.
 func BenchmarkWakeProbeHolds(b *testing.B) {
-	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	s, q := benchBreakerQueue(b)
 	ctx := testContext(b)
-	q := newQueue(b, s)
-	const breaker = "http:bench"
-	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: 5 * time.Minute}); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.RecordBreakerUsers(ctx, breaker, []store.BreakerUser{{Queue: q}}); err != nil {
-		b.Fatal(err)
-	}
+	const breaker = benchBreaker
 	var probe time.Time
 	if err := s.Pool().QueryRow(ctx, `UPDATE pgbus.circuit_breakers SET state = 'open', open_until = now() + interval '5 minutes',
 		probe_until = NULL WHERE name = $1 RETURNING now() + interval '10 minutes'`, breaker).Scan(&probe); err != nil {
@@ -434,16 +427,9 @@ func BenchmarkWakeProbeHolds(b *testing.B) {
 // period's end, visible since and not read yet. Each is released once,
 // read through the vt index: counted, then spread in batches.
 func BenchmarkReleaseHeld(b *testing.B) {
-	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	s, q := benchBreakerQueue(b)
 	ctx := testContext(b)
-	q := newQueue(b, s)
-	const breaker = "http:bench"
-	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: breaker, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: 5 * time.Minute}); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.RecordBreakerUsers(ctx, breaker, []store.BreakerUser{{Queue: q}}); err != nil {
-		b.Fatal(err)
-	}
+	const breaker = benchBreaker
 	var probe, from time.Time
 	if err := s.Pool().QueryRow(ctx, `SELECT now() + interval '10 minutes', now() - interval '1 second'`).Scan(&probe, &from); err != nil {
 		b.Fatal(err)
@@ -635,4 +621,23 @@ func BenchmarkRetryDeadMatching(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchBreaker names the breaker of benchBreakerQueue.
+const benchBreaker = "http:bench"
+
+// benchBreakerQueue is a store on a database of the benchmark's own and a
+// new queue of it that breaker benchBreaker's user names.
+func benchBreakerQueue(b *testing.B) (*store.Store, string) {
+	b.Helper()
+	s := pgtest.OpenStore(b, pgtest.NewDatabase(b))
+	ctx := testContext(b)
+	q := newQueue(b, s)
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: benchBreaker, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: 5 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, benchBreaker, []store.BreakerUser{{Queue: q}}); err != nil {
+		b.Fatal(err)
+	}
+	return s, q
 }

@@ -96,6 +96,21 @@ func checkSpread(t *testing.T, rows []releasedRow, ids []int64, window time.Dura
 	}
 }
 
+// minuteBreaker is a new breaker of a minute's cool-off that a worker of
+// queue uses.
+func minuteBreaker(t *testing.T, s *store.Store, queue string) string {
+	t.Helper()
+	ctx := testContext(t)
+	name := pgtest.Name("pay")
+	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: queue}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
 // A reset of a breaker that held more jobs than run at once releases them
 // spread over its cool-off, in the order they were held, the first few at
 // once: all of them visible at once, as they were, met a downstream that
@@ -166,18 +181,12 @@ func TestRunHeldNowSpreadsEveryLevel(t *testing.T) {
 	t.Parallel()
 	s := testStore(t)
 	ctx := testContext(t)
-	name := pgtest.Name("pay")
 	levels := pgtest.Name("held")
 	if err := s.CreatePriorityQueue(ctx, levels, 2); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.DropQueue(context.Background(), levels) })
-	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: levels}}); err != nil {
-		t.Fatal(err)
-	}
+	name := minuteBreaker(t, s, levels)
 	var ids [2][]int64
 	for l := range 2 {
 		ids[l] = holdMany(t, s, store.PriorityQueueName(levels, l), name, 100, 5*time.Minute)
@@ -219,13 +228,7 @@ func TestRunHeldNowWhileOpenAgainKeepsHolding(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
-	name := pgtest.Name("pay")
-	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: q}}); err != nil {
-		t.Fatal(err)
-	}
+	name := minuteBreaker(t, s, q)
 	ids := holdMany(t, s, q, name, 80, 5*time.Minute)
 	c, err := s.BreakerFailed(ctx, name, "503")
 	if err != nil || c.To != store.BreakerOpen {
@@ -255,13 +258,7 @@ func TestProbeCloseSpreadsTheRelease(t *testing.T) {
 	s := testStore(t)
 	ctx := testContext(t)
 	q := newQueue(t, s)
-	name := pgtest.Name("pay")
-	if err := s.EnsureBreaker(ctx, store.BreakerConfig{Name: name, FailureThreshold: 1, CoolOff: time.Minute, MaxCoolOff: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.RecordBreakerUsers(ctx, name, []store.BreakerUser{{Queue: q}}); err != nil {
-		t.Fatal(err)
-	}
+	name := minuteBreaker(t, s, q)
 	if _, err := s.BreakerFailedWith(ctx, name, store.FailedCall{Error: "429 Too Many Requests", Class: "http.429", RetryAfter: 20 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
