@@ -15,17 +15,13 @@ import (
 // Other tests' calls read the setting: a test that changes it does not
 // run in parallel.
 func SetAuditPruneBatch(tb testing.TB, n int) {
-	old := auditPruneBatch
-	auditPruneBatch = n
-	tb.Cleanup(func() { auditPruneBatch = old })
+	setUntilEnd(tb, &auditPruneBatch, n)
 }
 
 // SetRunNowBatch makes RunNow make n messages visible per statement until
 // the test ends. A test that changes it does not run in parallel.
 func SetRunNowBatch(tb testing.TB, n int) {
-	old := runNowBatch
-	runNowBatch = n
-	tb.Cleanup(func() { runNowBatch = old })
+	setUntilEnd(tb, &runNowBatch, n)
 }
 
 // MigrationLockKey is the advisory lock key that serialises migrations.
@@ -74,9 +70,7 @@ func PruneGoneFailures(ctx context.Context, s *Store, batch int) (int64, error) 
 // Other tests' calls read the setting: a test that changes it does not
 // run in parallel.
 func SetPurgeBatch(tb testing.TB, n int) {
-	old := purgeBatch
-	purgeBatch = n
-	tb.Cleanup(func() { purgeBatch = old })
+	setUntilEnd(tb, &purgeBatch, n)
 }
 
 // ListDiscardedSQL is ListDiscarded's query and its arguments, to be
@@ -173,9 +167,7 @@ func AuditListSQL(f AuditFilter, before, mark int64, limit int) (string, []any) 
 // SetStatsPruneBatch makes retention delete n counters per statement until
 // the test ends. A test that changes it does not run in parallel.
 func SetStatsPruneBatch(tb testing.TB, n int) {
-	old := statsPruneBatch
-	statsPruneBatch = n
-	tb.Cleanup(func() { statsPruneBatch = old })
+	setUntilEnd(tb, &statsPruneBatch, n)
 }
 
 // DropLockTryMax is the longest a try of a queue drop waits for its
@@ -206,25 +198,26 @@ func DepthReadSQL(ctx context.Context, s *Store, q string) (string, []any, error
 // statement for rows to prune until the test ends. A test that changes it
 // does not run in parallel.
 func SetArchiveFindBatch(tb testing.TB, n int) {
-	old := archiveFindBatch
-	archiveFindBatch = n
-	tb.Cleanup(func() { archiveFindBatch = old })
+	setUntilEnd(tb, &archiveFindBatch, n)
 }
 
 // SetKeysPruneBatch makes retention delete at most n idempotency keys per
 // statement until the test ends. A test that changes it does not run in
 // parallel.
 func SetKeysPruneBatch(tb testing.TB, n int) {
-	old := keysPruneBatch
-	keysPruneBatch = n
-	tb.Cleanup(func() { keysPruneBatch = old })
+	setUntilEnd(tb, &keysPruneBatch, n)
 }
 
 // SetForgetBatch makes a queue drop delete n rows of its messages' failure
 // history, or idempotency keys, per statement once it committed, until
 // the test ends. A test that changes it does not run in parallel.
 func SetForgetBatch(tb testing.TB, n int) {
-	old := forgetBatch
-	forgetBatch = n
-	tb.Cleanup(func() { forgetBatch = old })
+	setUntilEnd(tb, &forgetBatch, n)
+}
+
+// setUntilEnd sets *p to v until the test ends.
+func setUntilEnd[T any](tb testing.TB, p *T, v T) {
+	old := *p
+	*p = v
+	tb.Cleanup(func() { *p = old })
 }
